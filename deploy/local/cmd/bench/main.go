@@ -1,0 +1,256 @@
+// Command bench starts the platform as `make run` does (embedded stores unless MONGODB_URI /
+// REDIS_URL are set) and measures it from outside: authenticated GET /v1/webhook_endpoints/:id
+// through the gateway and the same request sent straight to webhooks-svc with a valid internal
+// identity. It prints throughput and latency figures next to the targets; it asserts nothing.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"rentalplatform/deploy/local/stack"
+	"rentalplatform/libs/identity"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+type settings struct {
+	rate        int
+	duration    time.Duration
+	concurrency int
+	warmup      time.Duration
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	var s settings
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.IntVar(&s.rate, "rate", 1000, "requests/s for the fixed-rate latency runs")
+	fs.DurationVar(&s.duration, "duration", 10*time.Second, "length of each measured run")
+	fs.IntVar(&s.concurrency, "concurrency", 64, "connections for the maximum-throughput runs")
+	fs.DurationVar(&s.warmup, "warmup", 2*time.Second, "unmeasured load before each run")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+
+	root, err := filepath.Abs(".")
+	if err != nil {
+		return err
+	}
+	dataDir, err := os.MkdirTemp("", "rental-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dataDir)
+	fmt.Fprintf(stdout, "Starting the platform (as make run does; logs at warn level)...\n")
+	st, err := stack.Start(ctx, stack.Options{
+		RepoRoot: root, DataDir: dataDir,
+		MongoURI: getenv("MONGODB_URI"), RedisURL: getenv("REDIS_URL"),
+		DatabasePrefix: fmt.Sprintf("bench_%d_", time.Now().Unix()),
+		GatewayAddr:    "127.0.0.1:0", AdminAddr: "127.0.0.1:0", Ephemeral: true,
+		Env:    map[string]string{"PATH": getenv("PATH"), "HOME": getenv("HOME"), "LOG_LEVEL": "warn"},
+		Output: os.Stderr,
+	})
+	if err != nil {
+		return err
+	}
+	defer st.Stop()
+
+	endpointID, err := createEndpoint(st)
+	if err != nil {
+		return err
+	}
+	signer, err := identity.NewSigner([]byte(st.InternalAuthSecret), nil)
+	if err != nil {
+		return err
+	}
+	path := "/v1/webhook_endpoints/" + endpointID
+	gateway := target{name: "gateway", url: st.GatewayURL + path, prepare: func(r *fasthttp.Request) {
+		r.Header.Set("Authorization", "Bearer "+st.DevAPIKey)
+	}}
+	direct := target{name: "direct", url: st.ServiceURLs["webhooks-svc"] + path, prepare: func(r *fasthttp.Request) {
+		signer.Sign(r.Header.Set, identity.Identity{Account: "acct_dev", RequestID: "req_bench"}, fasthttp.MethodGet, path)
+	}}
+
+	store := "embedded FerretDB v1.24 (SQLite), webhook_endpoints collection: 1 document"
+	if getenv("MONGODB_URI") != "" {
+		store = "MongoDB at MONGODB_URI, webhook_endpoints collection: 1 document"
+	}
+	fmt.Fprintf(stdout, "\nGET /v1/webhook_endpoints/:id — %d CPUs, store: %s\n", runtime.NumCPU(), store)
+	fmt.Fprintf(stdout, "Load generator runs on the same machine and shares its CPUs.\n\n")
+
+	fmt.Fprintf(stdout, "Fixed rate %d req/s for %s (latency measured from each request's scheduled start):\n", s.rate, s.duration)
+	fixed := map[string]result{}
+	for _, t := range []target{direct, gateway} {
+		openLoop(ctx, t, s.rate, s.warmup)
+		r := openLoop(ctx, t, s.rate, s.duration)
+		fixed[t.name] = r
+		fmt.Fprintf(stdout, "  %-8s %s\n", t.name, r)
+	}
+	addP50 := fixed["gateway"].p50 - fixed["direct"].p50
+	addP99 := fixed["gateway"].p99 - fixed["direct"].p99
+	fmt.Fprintf(stdout, "  gateway adds p50 %s (target ≤ 1ms), p99 %s (target ≤ 3ms)\n\n", ms(addP50), ms(addP99))
+
+	fmt.Fprintf(stdout, "Maximum throughput, %d connections, %s:\n", s.concurrency, s.duration)
+	for _, t := range []target{direct, gateway} {
+		closedLoop(ctx, t, s.concurrency, s.warmup)
+		r := closedLoop(ctx, t, s.concurrency, s.duration)
+		note := ""
+		if t.name == "gateway" {
+			note = "  (target ≥ 5000 req/s authenticated)"
+		}
+		fmt.Fprintf(stdout, "  %-8s %s%s\n", t.name, r, note)
+	}
+	return nil
+}
+
+func createEndpoint(st *stack.Stack) (string, error) {
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI(st.GatewayURL + "/v1/webhook_endpoints")
+	req.Header.SetMethod(fasthttp.MethodPost)
+	req.Header.Set("Authorization", "Bearer "+st.DevAPIKey)
+	req.Header.SetContentType("application/json")
+	req.SetBodyString(`{"url":"https://example.com/bench","enabled_events":["*"]}`)
+	if err := fasthttp.DoTimeout(req, resp, 10*time.Second); err != nil {
+		return "", fmt.Errorf("creating the endpoint: %w", err)
+	}
+	if resp.StatusCode() != 200 {
+		return "", fmt.Errorf("creating the endpoint: %d %s", resp.StatusCode(), resp.Body())
+	}
+	var out struct{ ID string }
+	if err := json.Unmarshal(resp.Body(), &out); err != nil || out.ID == "" {
+		return "", fmt.Errorf("creating the endpoint: %s", resp.Body())
+	}
+	return out.ID, nil
+}
+
+type target struct {
+	name    string
+	url     string
+	prepare func(*fasthttp.Request)
+}
+
+type result struct {
+	sent, failed  int
+	elapsed       time.Duration
+	p50, p99, max time.Duration
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("%7.0f req/s  p50 %s  p99 %s  max %s  errors %d/%d",
+		float64(r.sent-r.failed)/r.elapsed.Seconds(), ms(r.p50), ms(r.p99), ms(r.max), r.failed, r.sent)
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.3fms", float64(d)/float64(time.Millisecond)) }
+
+func newClient(conns int) *fasthttp.Client {
+	return &fasthttp.Client{MaxConnsPerHost: conns, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second}
+}
+
+func do(c *fasthttp.Client, t target) error {
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI(t.url)
+	t.prepare(req)
+	if err := c.Do(req, resp); err != nil {
+		return err
+	}
+	if resp.StatusCode() != 200 {
+		return fmt.Errorf("status %d: %s", resp.StatusCode(), resp.Body())
+	}
+	return nil
+}
+
+// openLoop sends requests on a fixed schedule regardless of how fast answers come, and
+// measures each from its scheduled time, so a stall shows up as latency instead of as fewer
+// requests (no coordinated omission).
+func openLoop(ctx context.Context, t target, rate int, d time.Duration) result {
+	c := newClient(512)
+	interval := time.Second / time.Duration(rate)
+	n := int(d / interval)
+	lat := make([]time.Duration, n)
+	var failed atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := 0; i < n && ctx.Err() == nil; i++ {
+		at := start.Add(time.Duration(i) * interval)
+		if w := time.Until(at); w > 0 {
+			time.Sleep(w)
+		}
+		wg.Add(1)
+		go func(i int, at time.Time) {
+			defer wg.Done()
+			if err := do(c, t); err != nil {
+				failed.Add(1)
+			}
+			lat[i] = time.Since(at)
+		}(i, at)
+	}
+	wg.Wait()
+	return summarize(lat, int(failed.Load()), time.Since(start))
+}
+
+// closedLoop keeps conns requests in flight for d and reports what the system sustained.
+func closedLoop(ctx context.Context, t target, conns int, d time.Duration) result {
+	c := newClient(conns)
+	deadline := time.Now().Add(d)
+	lats := make([][]time.Duration, conns)
+	var failed atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := 0; w < conns; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for time.Now().Before(deadline) && ctx.Err() == nil {
+				t0 := time.Now()
+				if err := do(c, t); err != nil {
+					failed.Add(1)
+				}
+				lats[w] = append(lats[w], time.Since(t0))
+			}
+		}(w)
+	}
+	wg.Wait()
+	var all []time.Duration
+	for _, l := range lats {
+		all = append(all, l...)
+	}
+	return summarize(all, int(failed.Load()), time.Since(start))
+}
+
+func summarize(lat []time.Duration, failed int, elapsed time.Duration) result {
+	r := result{sent: len(lat), failed: failed, elapsed: elapsed}
+	if len(lat) == 0 {
+		return r
+	}
+	slices.Sort(lat)
+	r.p50 = lat[len(lat)*50/100]
+	r.p99 = lat[len(lat)*99/100]
+	r.max = lat[len(lat)-1]
+	return r
+}

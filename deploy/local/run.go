@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"rentalplatform/deploy/local/stack"
+	"rentalplatform/libs/config"
+)
+
+// passThrough are variables handed to every program unchanged when set.
+var passThrough = []string{
+	"PATH", "HOME", "TMPDIR", "LOG_LEVEL",
+	"OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES", "OTEL_TRACES_SAMPLER", "OTEL_TRACES_SAMPLER_ARG",
+	"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_PROTOCOL",
+	"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_INSECURE",
+}
+
+func run(ctx context.Context, getenv func(string) string, stdout io.Writer) error {
+	r := config.NewReader(getenv)
+	root, err := repoRoot(r.String("REPO_ROOT", ""))
+	if err != nil {
+		return err
+	}
+	dataDir := r.String("DATA_DIR", ".data")
+	if !filepath.IsAbs(dataDir) {
+		dataDir = filepath.Join(root, dataDir)
+	}
+	opts := stack.Options{
+		RepoRoot:    root,
+		DataDir:     dataDir,
+		MongoURI:    r.String("MONGODB_URI", ""),
+		RedisURL:    r.String("REDIS_URL", ""),
+		GatewayAddr: r.String("GATEWAY_ADDR", "127.0.0.1:8080"),
+		AdminAddr:   r.String("ADMIN_ADDR", "127.0.0.1:8081"),
+		AdminToken:  r.String("ADMIN_TOKEN", ""),
+		DevAPIKey:   r.String("RENTAL_DEV_API_KEY", ""),
+		Env:         map[string]string{},
+		Output:      stdout,
+	}
+	if err := r.Err(); err != nil {
+		return err
+	}
+	if opts.AdminToken == "" {
+		if opts.AdminToken, err = keptSecret(filepath.Join(dataDir, "admin_token"), "admin_"); err != nil {
+			return err
+		}
+	}
+	for _, k := range passThrough {
+		if v := getenv(k); v != "" {
+			opts.Env[k] = v
+		}
+	}
+
+	fmt.Fprintf(stdout, "Building and starting the Rental Platform (data in %s)...\n", dataDir)
+	st, err := stack.Start(ctx, opts)
+	if err != nil {
+		return err
+	}
+	printBanner(stdout, st, opts)
+
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(stdout, "\nStopping...")
+		if err := st.Stop(); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, "Stopped.")
+		return nil
+	case err := <-st.Died():
+		fmt.Fprintf(stdout, "\n%v: stopping everything (see its log lines above).\n", err)
+		return errors.Join(err, st.Stop())
+	}
+}
+
+func printBanner(w io.Writer, st *stack.Stack, opts stack.Options) {
+	var b strings.Builder
+	b.WriteString("\n================ Rental Platform is running ================\n")
+	fmt.Fprintf(&b, "  API gateway    %s\n", st.GatewayURL)
+	fmt.Fprintf(&b, "  Admin API      %s   (Authorization: Bearer %s, kept in %s unless ADMIN_TOKEN is set)\n", st.AdminURL, st.AdminToken, filepath.Join(opts.DataDir, "admin_token"))
+	fmt.Fprintf(&b, "  Test API key   %s   (account acct_dev, kept in %s)\n", st.DevAPIKey, filepath.Join(opts.DataDir, "dev_api_key"))
+	b.WriteString("\n  Try it:\n")
+	fmt.Fprintf(&b, "    curl %s/v1/webhook_endpoints \\\n", st.GatewayURL)
+	fmt.Fprintf(&b, "      -H 'Authorization: Bearer %s' \\\n", st.DevAPIKey)
+	b.WriteString("      -H 'Content-Type: application/json' \\\n")
+	b.WriteString("      -d '{\"url\":\"https://example.com/hooks\",\"enabled_events\":[\"*\"]}'\n")
+	if len(st.Embedded) > 0 {
+		b.WriteString("\n  Embedded for this run:\n")
+		for _, e := range st.Embedded {
+			fmt.Fprintf(&b, "    - %s\n", e)
+		}
+		b.WriteString("  Use real servers instead: MONGODB_URI=mongodb://host:27017 REDIS_URL=redis://host:6379/0 make run\n")
+	} else {
+		b.WriteString("\n  Using MONGODB_URI and REDIS_URL as given; nothing embedded.\n")
+	}
+	b.WriteString("\n  Ctrl-C stops everything. Logs of every program follow, prefixed with its name.\n")
+	b.WriteString("=============================================================\n")
+	fmt.Fprint(w, b.String())
+}
+
+// keptSecret returns the secret stored in path, creating it on first use, so a second
+// `make run` prints the same admin token.
+func keptSecret(path, prefix string) (string, error) {
+	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+		return strings.TrimSpace(string(b)), nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return "", err
+	}
+	b := make([]byte, 24)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	secret := prefix + hex.EncodeToString(b)
+	if err := os.WriteFile(path, []byte(secret+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("keeping %s: %w", path, err)
+	}
+	return secret, nil
+}
+
+// repoRoot finds the workspace root (the folder with go.work) from the working directory.
+func repoRoot(given string) (string, error) {
+	if given != "" {
+		return filepath.Abs(given)
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.work")); err == nil {
+			return d, nil
+		}
+		if filepath.Dir(d) == d {
+			return "", fmt.Errorf("no go.work above %s: run from inside the repository or set REPO_ROOT", dir)
+		}
+	}
+}

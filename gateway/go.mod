@@ -1,0 +1,3 @@
+module rentalplatform/gateway
+
+go 1.26

@@ -1,0 +1,58 @@
+package apierr
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+)
+
+func TestEnvelopeShape(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  *Error
+		want string
+	}{
+		{"missing", Missing("url"), `{"error":{"type":"invalid_request_error","code":"parameter_missing","message":"Missing required param: url.","param":"url","request_id":"req_1"}}`},
+		{"unknown", Unknown("colour"), `{"error":{"type":"invalid_request_error","code":"parameter_unknown","message":"Received unknown parameter: colour.","param":"colour","request_id":"req_1"}}`},
+		{"not found", NotFound("webhook_endpoint", "we_x"), `{"error":{"type":"invalid_request_error","code":"resource_missing","message":"No such webhook_endpoint: 'we_x'","param":"id","request_id":"req_1"}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := json.Marshal(tc.err.Envelope("req_1"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(b) != tc.want {
+				t.Fatalf("got  %s\nwant %s", b, tc.want)
+			}
+		})
+	}
+}
+
+func TestStatuses(t *testing.T) {
+	for _, tc := range []struct {
+		err    *Error
+		status int
+		typ    Type
+	}{
+		{Missing("a"), 400, InvalidRequest},
+		{NotFound("x", "y"), 404, InvalidRequest},
+		{Conflict(CodeInvalidState, "no"), 409, InvalidRequest},
+		{Unauthenticated(), 401, Authentication},
+		{Internal(), 500, API},
+	} {
+		if tc.err.Status != tc.status || tc.err.Type != tc.typ {
+			t.Errorf("%s: status %d type %s, want %d %s", tc.err.Code, tc.err.Status, tc.err.Type, tc.status, tc.typ)
+		}
+	}
+}
+
+func TestFromUnwraps(t *testing.T) {
+	base := Missing("url")
+	wrapped := fmt.Errorf("creating endpoint: %w", base)
+	if From(wrapped) != base {
+		t.Fatal("From did not find the wrapped *Error")
+	}
+	if From(fmt.Errorf("plain")) != nil {
+		t.Fatal("From invented an *Error")
+	}
+}

@@ -1,0 +1,282 @@
+// Package fiberx builds the Fiber app every service runs: the error envelope, gateway identity,
+// tracing, access logs, health endpoints, request-body decoding and graceful serving. The
+// gateway uses the same app builder without the identity check.
+package fiberx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/gofiber/contrib/otelfiber/v2"
+	"github.com/gofiber/fiber/v2"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"rentalplatform/libs/apierr"
+	"rentalplatform/libs/identity"
+	"rentalplatform/libs/jsonbody"
+	"rentalplatform/libs/telemetry"
+)
+
+// HeaderRequestID is the response header naming the request, on every response.
+const HeaderRequestID = "Request-Id"
+
+// Config configures New.
+type Config struct {
+	Service string
+	Logger  *slog.Logger
+	// Signer, when set, makes every route except /healthz and /readyz require a valid gateway
+	// identity (401 otherwise).
+	Signer *identity.Signer
+	// BodyLimit is the largest request body accepted (413 above it); 0 means 1 MiB.
+	BodyLimit int
+	// TracerProvider and Propagator instrument requests; nil leaves them untraced.
+	TracerProvider trace.TracerProvider
+	Propagator     propagation.TextMapPropagator
+	// RequestID, when set, names requests that carry no gateway identity (the gateway itself).
+	RequestID func(*fiber.Ctx) string
+}
+
+type localsKey int
+
+const (
+	identityKey localsKey = iota
+	requestIDKey
+)
+
+// New returns a Fiber app with the platform's middleware installed.
+func New(cfg Config) *fiber.App {
+	if cfg.BodyLimit == 0 {
+		cfg.BodyLimit = 1 << 20
+	}
+	log := cfg.Logger
+	app := fiber.New(fiber.Config{
+		AppName:               cfg.Service,
+		DisableStartupMessage: true,
+		BodyLimit:             cfg.BodyLimit,
+		ReadTimeout:           60 * time.Second,
+		WriteTimeout:          60 * time.Second,
+		IdleTimeout:           120 * time.Second,
+		ErrorHandler:          ErrorHandler(log),
+	})
+	app.Use(func(c *fiber.Ctx) (err error) {
+		// Recover here rather than with Fiber's middleware so the panic is logged with the
+		// request id and answered with the envelope.
+		defer func() {
+			if r := recover(); r != nil {
+				log.ErrorContext(c.UserContext(), "panic", "panic", fmt.Sprint(r), "request_id", RequestID(c), "path", c.Path())
+				err = apierr.Internal()
+			}
+		}()
+		return c.Next()
+	})
+	if cfg.TracerProvider != nil {
+		app.Use(otelfiber.Middleware(
+			otelfiber.WithTracerProvider(cfg.TracerProvider),
+			otelfiber.WithPropagators(cfg.Propagator),
+			otelfiber.WithNext(isHealth),
+			otelfiber.WithSpanNameFormatter(func(c *fiber.Ctx) string { return c.Method() + " " + c.Route().Path }),
+		))
+	}
+	app.Use(func(c *fiber.Ctx) error {
+		if cfg.Signer != nil && !isHealth(c) {
+			id, err := cfg.Signer.Verify(func(k string) string { return strings.Clone(c.Get(k)) }, c.Method(), c.Path())
+			if err != nil {
+				log.WarnContext(c.UserContext(), "request without a valid gateway identity", "error", err.Error(), "path", c.Path(), "remote", c.IP())
+				c.Locals(requestIDKey, strings.Clone(c.Get(identity.HeaderRequestID)))
+				return apierr.New(401, apierr.Authentication, apierr.CodeIdentityInvalid,
+					"This service only accepts requests forwarded by the gateway.")
+			}
+			c.Locals(identityKey, id)
+			c.Locals(requestIDKey, id.RequestID)
+		} else if cfg.RequestID != nil {
+			c.Locals(requestIDKey, cfg.RequestID(c))
+		}
+		if id := RequestID(c); id != "" {
+			c.Set(HeaderRequestID, id)
+		}
+		return c.Next()
+	})
+	app.Use(accessLog(log))
+	return app
+}
+
+func isHealth(c *fiber.Ctx) bool {
+	p := c.Path()
+	return p == "/healthz" || p == "/readyz"
+}
+
+// accessLog logs one line per request with its outcome. Errors are rendered here, rather than
+// after the middleware chain, so the logged status is the one the client gets.
+func accessLog(log *slog.Logger) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		start := time.Now()
+		err := c.Next()
+		if err != nil {
+			if herr := c.App().ErrorHandler(c, err); herr != nil {
+				return herr
+			}
+		}
+		if isHealth(c) {
+			return nil
+		}
+		status := c.Response().StatusCode()
+		level := slog.LevelInfo
+		if status >= 500 {
+			level = slog.LevelError
+		}
+		ctx := c.UserContext()
+		if log.Enabled(ctx, level) {
+			log.LogAttrs(ctx, level, "request",
+				slog.String("request_id", RequestID(c)),
+				slog.String("trace_id", telemetry.TraceID(ctx)),
+				slog.String("method", c.Method()),
+				slog.String("path", c.Path()),
+				slog.Int("status", status),
+				slog.Duration("duration", time.Since(start)),
+			)
+		}
+		return nil
+	}
+}
+
+// ErrorHandler renders any error as the envelope. *apierr.Error carries its own status; Fiber's
+// own errors (no route, wrong method, body too large) are mapped to ours; anything else is an
+// internal error, logged here once and never described to the client.
+func ErrorHandler(log *slog.Logger) fiber.ErrorHandler {
+	return func(c *fiber.Ctx, err error) error {
+		e := apierr.From(err)
+		if e == nil {
+			var fe *fiber.Error
+			if errors.As(err, &fe) {
+				e = fromFiber(c, fe)
+			} else {
+				log.ErrorContext(c.UserContext(), "internal error", "error", err.Error(),
+					"request_id", RequestID(c), "trace_id", telemetry.TraceID(c.UserContext()), "path", c.Path())
+				e = apierr.Internal()
+			}
+		}
+		return c.Status(e.Status).JSON(e.Envelope(RequestID(c)))
+	}
+}
+
+func fromFiber(c *fiber.Ctx, fe *fiber.Error) *apierr.Error {
+	switch fe.Code {
+	case fiber.StatusNotFound:
+		return apierr.New(404, apierr.InvalidRequest, apierr.CodeRouteMissing,
+			fmt.Sprintf("Unrecognized request URL (%s: %s).", c.Method(), c.Path()))
+	case fiber.StatusMethodNotAllowed:
+		return apierr.New(405, apierr.InvalidRequest, apierr.CodeMethodNotAllowed,
+			fmt.Sprintf("Method %s is not allowed on %s.", c.Method(), c.Path()))
+	case fiber.StatusRequestEntityTooLarge:
+		return apierr.New(413, apierr.InvalidRequest, apierr.CodeBodyTooLarge, "The request body is too large.")
+	}
+	typ := apierr.InvalidRequest
+	if fe.Code >= 500 {
+		typ = apierr.API
+	}
+	code := strings.ReplaceAll(strings.ToLower(http.StatusText(fe.Code)), " ", "_")
+	if code == "" {
+		code = "error"
+	}
+	return apierr.New(fe.Code, typ, code, fe.Message)
+}
+
+// Identity returns the gateway identity of the request (zero outside identity-checked routes).
+func Identity(c *fiber.Ctx) identity.Identity {
+	id, _ := c.Locals(identityKey).(identity.Identity)
+	return id
+}
+
+// RequestID returns the request's id, or "".
+func RequestID(c *fiber.Ctx) string {
+	id, _ := c.Locals(requestIDKey).(string)
+	return id
+}
+
+// DecodeJSON decodes the request body into dst (see package jsonbody). A body that is not
+// JSON by its Content-Type is refused with 415.
+func DecodeJSON(c *fiber.Ctx, dst any) error {
+	body := c.Body()
+	if len(body) > 0 {
+		mt, _, err := mime.ParseMediaType(c.Get(fiber.HeaderContentType))
+		if err != nil || mt != fiber.MIMEApplicationJSON {
+			return apierr.New(415, apierr.InvalidRequest, apierr.CodeUnsupportedMedia,
+				"Request bodies must be JSON, sent with 'Content-Type: application/json'.")
+		}
+	}
+	return jsonbody.Decode(body, dst)
+}
+
+// Query returns the request's query parameters, copied out of Fiber's reused buffers.
+func Query(c *fiber.Ctx) (url.Values, error) {
+	q, err := url.ParseQuery(string(c.Request().URI().QueryString()))
+	if err != nil {
+		return nil, apierr.Invalid(apierr.CodeParameterInvalid, "", "The query string is not valid URL encoding.")
+	}
+	return q, nil
+}
+
+// Check is one readiness dependency.
+type Check struct {
+	Name string
+	Fn   func(context.Context) error
+}
+
+// Health registers /healthz (the process is alive) and /readyz (every check passes within 2 s).
+func Health(app *fiber.App, log *slog.Logger, checks ...Check) {
+	app.Get("/healthz", func(c *fiber.Ctx) error {
+		return c.JSON(fiber.Map{"status": "ok"})
+	})
+	app.Get("/readyz", func(c *fiber.Ctx) error {
+		ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
+		defer cancel()
+		results := fiber.Map{}
+		ready := true
+		for _, ch := range checks {
+			if err := ch.Fn(ctx); err != nil {
+				ready = false
+				results[ch.Name] = err.Error()
+				log.WarnContext(ctx, "readiness check failed", "check", ch.Name, "error", err.Error())
+				continue
+			}
+			results[ch.Name] = "ok"
+		}
+		status := "ready"
+		if !ready {
+			status = "unavailable"
+			c.Status(fiber.StatusServiceUnavailable)
+		}
+		return c.JSON(fiber.Map{"status": status, "checks": results})
+	})
+}
+
+// Serve listens on addr, logs the bound address ("listening", with name and addr: tests and
+// the local stack read it), and serves until ctx ends, then shuts down gracefully within
+// shutdownTimeout.
+func Serve(ctx context.Context, app *fiber.App, addr, name string, shutdownTimeout time.Duration, log *slog.Logger) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen %s on %s: %w", name, addr, err)
+	}
+	log.Info("listening", "listener", name, "addr", ln.Addr().String())
+	errc := make(chan error, 1)
+	go func() { errc <- app.Listener(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve %s: %w", name, err)
+	case <-ctx.Done():
+	}
+	if err := app.ShutdownWithTimeout(shutdownTimeout); err != nil {
+		return fmt.Errorf("shutdown %s: %w", name, err)
+	}
+	return nil
+}

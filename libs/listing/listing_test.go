@@ -1,0 +1,100 @@
+package listing
+
+import (
+	"encoding/json"
+	"net/url"
+	"testing"
+
+	"rentalplatform/libs/apierr"
+)
+
+func TestParse(t *testing.T) {
+	spec := Spec{IDPrefix: "we_", Created: true, Filters: []string{"status"}}
+	i := func(n int64) *int64 { return &n }
+	for _, tc := range []struct {
+		query     string
+		want      Params
+		wantCode  string
+		wantParam string
+	}{
+		{"", Params{Limit: 10}, "", ""},
+		{"limit=1", Params{Limit: 1}, "", ""},
+		{"limit=100", Params{Limit: 100}, "", ""},
+		{"limit=0", Params{}, apierr.CodeParameterInvalid, "limit"},
+		{"limit=101", Params{}, apierr.CodeParameterInvalid, "limit"},
+		{"limit=-1", Params{}, apierr.CodeParameterInvalid, "limit"},
+		{"limit=ten", Params{}, apierr.CodeParameterInvalid, "limit"},
+		{"limit=1.5", Params{}, apierr.CodeParameterInvalid, "limit"},
+		{"starting_after=we_abc", Params{Limit: 10, StartingAfter: "we_abc"}, "", ""},
+		{"ending_before=we_abc&limit=3", Params{Limit: 3, EndingBefore: "we_abc"}, "", ""},
+		{"starting_after=evt_abc", Params{}, apierr.CodeParameterInvalid, "starting_after"},
+		{"ending_before=we_", Params{}, apierr.CodeParameterInvalid, "ending_before"},
+		{"starting_after=we_a&ending_before=we_b", Params{}, apierr.CodeParametersExclusive, "ending_before"},
+		{"created[gte]=10&created[lte]=20", Params{Limit: 10, CreatedGTE: i(10), CreatedLTE: i(20)}, "", ""},
+		{"created[gte]=yesterday", Params{}, apierr.CodeParameterInvalid, "created[gte]"},
+		{"status=enabled", Params{Limit: 10}, "", ""},
+		{"colour=red", Params{}, apierr.CodeParameterUnknown, "colour"},
+		{"b=1&a=2", Params{}, apierr.CodeParameterUnknown, "a"},
+	} {
+		t.Run(tc.query, func(t *testing.T) {
+			q, _ := url.ParseQuery(tc.query)
+			got, err := Parse(q, spec)
+			if tc.wantCode != "" {
+				e := apierr.From(err)
+				if e == nil || e.Code != tc.wantCode || e.Param != tc.wantParam || e.Status != 400 {
+					t.Fatalf("err = %v, want %s on %s", err, tc.wantCode, tc.wantParam)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Limit != tc.want.Limit || got.StartingAfter != tc.want.StartingAfter || got.EndingBefore != tc.want.EndingBefore ||
+				!eq(got.CreatedGTE, tc.want.CreatedGTE) || !eq(got.CreatedLTE, tc.want.CreatedLTE) {
+				t.Fatalf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestCreatedRefusedWhereNotListed(t *testing.T) {
+	q, _ := url.ParseQuery("created[gte]=1")
+	if e := apierr.From(func() error { _, err := Parse(q, Spec{IDPrefix: "x_"}); return err }()); e == nil || e.Code != apierr.CodeParameterUnknown {
+		t.Fatalf("created[gte] accepted by a list that does not filter on it: %v", e)
+	}
+}
+
+func eq(a, b *int64) bool { return (a == nil && b == nil) || (a != nil && b != nil && *a == *b) }
+
+func TestListRendersEmptyData(t *testing.T) {
+	b, _ := json.Marshal(New[int]("/v1/x", nil, false))
+	if string(b) != `{"object":"list","data":[],"has_more":false,"url":"/v1/x"}` {
+		t.Fatalf("got %s", b)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"limit=5", "starting_after=we_1&limit=100", "created[gte]=1&created[lte]=x", "%zz", "limit=&limit=3"} {
+		f.Add(s)
+	}
+	spec := Spec{IDPrefix: "we_", Created: true}
+	f.Fuzz(func(t *testing.T, raw string) {
+		q, err := url.ParseQuery(raw)
+		if err != nil {
+			return
+		}
+		p, err := Parse(q, spec)
+		if err != nil {
+			if e := apierr.From(err); e == nil || e.Status != 400 {
+				t.Fatalf("non-400 error %v", err)
+			}
+			return
+		}
+		if p.Limit < 1 || p.Limit > MaxLimit {
+			t.Fatalf("limit %d escaped validation", p.Limit)
+		}
+		if p.StartingAfter != "" && p.EndingBefore != "" {
+			t.Fatal("both cursors accepted")
+		}
+	})
+}

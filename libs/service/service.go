@@ -1,0 +1,92 @@
+// Package service assembles the runtime every service process shares — JSON logger, tracing,
+// the MongoDB database, and the Fiber app with gateway identity and health checks — so each
+// service's run() only composes what is its own: adapters, use cases and routes.
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/gofiber/fiber/v2"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"rentalplatform/libs/config"
+	"rentalplatform/libs/fiberx"
+	"rentalplatform/libs/identity"
+	"rentalplatform/libs/mongox"
+	"rentalplatform/libs/telemetry"
+)
+
+// Runtime is a started service process.
+type Runtime struct {
+	Name string
+	Log  *slog.Logger
+	Tel  *telemetry.Telemetry
+	DB   *mongo.Database
+	// App serves the service's routes; every route but /healthz and /readyz requires a valid
+	// gateway identity.
+	App *fiber.App
+
+	cfg     config.Base
+	checks  []fiberx.Check
+	closers []func(context.Context) error
+}
+
+// Start builds the runtime from the shared configuration. On error nothing is left open.
+func Start(ctx context.Context, name string, cfg config.Base, stdout io.Writer) (*Runtime, error) {
+	rt := &Runtime{Name: name, cfg: cfg, Log: config.Logger(stdout, name, cfg.LogLevel)}
+	signer, err := identity.NewSigner(cfg.InternalAuthSecret, nil)
+	if err != nil {
+		return nil, err
+	}
+	rt.Tel, err = telemetry.Setup(ctx, telemetry.Config{ServiceName: name, Export: cfg.OTelExport})
+	if err != nil {
+		return nil, err
+	}
+	rt.OnClose(rt.Tel.Shutdown)
+	client, db, err := mongox.Connect(mongox.Config{URI: cfg.MongoURI, Database: cfg.MongoDatabase,
+		AppName: name, TracerProvider: rt.Tel.TracerProvider})
+	if err != nil {
+		return nil, errors.Join(err, rt.Close())
+	}
+	rt.DB = db
+	rt.OnClose(client.Disconnect)
+	rt.AddCheck("mongodb", func(ctx context.Context) error { return mongox.Ping(ctx, db) })
+	rt.App = fiberx.New(fiberx.Config{Service: name, Logger: rt.Log, Signer: signer,
+		TracerProvider: rt.Tel.TracerProvider, Propagator: rt.Tel.Propagator})
+	return rt, nil
+}
+
+// AddCheck adds a dependency to /readyz.
+func (rt *Runtime) AddCheck(name string, fn func(context.Context) error) {
+	rt.checks = append(rt.checks, fiberx.Check{Name: name, Fn: fn})
+}
+
+// OnClose registers a shutdown step; steps run in reverse order of registration.
+func (rt *Runtime) OnClose(fn func(context.Context) error) { rt.closers = append(rt.closers, fn) }
+
+// Serve registers the health endpoints, serves until ctx ends, shuts down gracefully and then
+// closes everything registered with OnClose.
+func (rt *Runtime) Serve(ctx context.Context) error {
+	fiberx.Health(rt.App, rt.Log, rt.checks...)
+	err := fiberx.Serve(ctx, rt.App, rt.cfg.HTTPAddr, "http", rt.cfg.ShutdownTimeout, rt.Log)
+	return errors.Join(err, rt.Close())
+}
+
+// Close runs the shutdown steps, each with its own deadline (the serving ctx has ended by
+// then), and returns every error met.
+func (rt *Runtime) Close() error {
+	var errs []error
+	for i := len(rt.closers) - 1; i >= 0; i-- {
+		ctx, cancel := context.WithTimeout(context.Background(), rt.cfg.ShutdownTimeout)
+		if err := rt.closers[i](ctx); err != nil {
+			errs = append(errs, fmt.Errorf("%s shutdown: %w", rt.Name, err))
+		}
+		cancel()
+	}
+	rt.closers = nil
+	return errors.Join(errs...)
+}

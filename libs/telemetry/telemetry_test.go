@@ -1,0 +1,30 @@
+package telemetry
+
+import (
+	"context"
+	"testing"
+)
+
+func TestPropagationThroughHeaders(t *testing.T) {
+	ctx := context.Background()
+	tel, err := Setup(ctx, Config{ServiceName: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tel.Shutdown(ctx)
+
+	ctx, span := tel.TracerProvider.Tracer("test").Start(ctx, "publish")
+	headers := map[string]string{}
+	tel.Inject(ctx, headers)
+	span.End()
+	if headers["traceparent"] == "" {
+		t.Fatalf("no traceparent injected: %v", headers)
+	}
+	got := tel.Extract(context.Background(), headers)
+	if TraceID(got) != TraceID(ctx) || TraceID(got) == "" {
+		t.Fatalf("trace id %q after extract, want %q", TraceID(got), TraceID(ctx))
+	}
+	if TraceID(context.Background()) != "" {
+		t.Fatal("trace id from an empty context")
+	}
+}

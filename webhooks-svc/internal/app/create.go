@@ -1,0 +1,41 @@
+package app
+
+import (
+	"context"
+
+	"rentalplatform/libs/ids"
+
+	"rentalplatform/webhooks-svc/internal/domain"
+)
+
+// CreateEndpoint is the client's input to Create.
+type CreateEndpoint struct {
+	URL           string
+	EnabledEvents []string // nil when not sent
+	Description   *string
+	APIVersion    *string
+	Metadata      map[string]string
+}
+
+// Create validates the input and stores a new, enabled endpoint with a fresh signing secret.
+func (s *Service) Create(ctx context.Context, caller Caller, in CreateEndpoint) (*domain.Endpoint, error) {
+	e, err := domain.New(domain.NewParams{
+		ID:            s.ids.New(ids.WebhookEndpoint),
+		Account:       caller.Account,
+		Livemode:      caller.Livemode,
+		Secret:        s.secret(),
+		Created:       s.clock.Now(),
+		URL:           in.URL,
+		EnabledEvents: in.EnabledEvents,
+		Description:   in.Description,
+		APIVersion:    in.APIVersion,
+		Metadata:      in.Metadata,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.repo.Create(ctx, e); err != nil {
+		return nil, err
+	}
+	return e, nil
+}

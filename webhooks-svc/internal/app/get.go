@@ -1,0 +1,15 @@
+package app
+
+import (
+	"context"
+
+	"rentalplatform/webhooks-svc/internal/domain"
+)
+
+// Get returns the caller's endpoint, or domain.ErrNotFound.
+func (s *Service) Get(ctx context.Context, caller Caller, id string) (*domain.Endpoint, error) {
+	if !validID(id) {
+		return nil, domain.ErrNotFound
+	}
+	return s.repo.Get(ctx, id, caller.Account, caller.Livemode)
+}

@@ -1,0 +1,17 @@
+package app
+
+import (
+	"context"
+
+	"rentalplatform/libs/listing"
+
+	"rentalplatform/webhooks-svc/internal/domain"
+)
+
+// List returns one page of the caller's endpoints, newest first, and whether more lie beyond
+// it in the direction read. A cursor is only a position (ids sort by creation time), so it is
+// not looked up: a client that deletes the last endpoint of a page can still ask for the next
+// one, and another account's id reveals nothing but the caller's own endpoints around that time.
+func (s *Service) List(ctx context.Context, caller Caller, p listing.Params) ([]*domain.Endpoint, bool, error) {
+	return s.repo.List(ctx, caller.Account, caller.Livemode, p)
+}

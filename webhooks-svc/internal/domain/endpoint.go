@@ -1,0 +1,399 @@
+package domain
+
+import (
+	"fmt"
+	"maps"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"rentalplatform/libs/apiversion"
+	"rentalplatform/libs/eventtype"
+)
+
+// Limits on what a client may store on an endpoint.
+const (
+	MaxURLLen         = 2048
+	MaxDescriptionLen = 5000
+	MaxMetadataKeys   = 50
+	MaxMetadataKeyLen = 40
+	MaxMetadataValLen = 500
+)
+
+// Status says whether an endpoint receives deliveries.
+type Status string
+
+// Endpoint statuses.
+const (
+	StatusEnabled  Status = "enabled"
+	StatusDisabled Status = "disabled"
+)
+
+// Endpoint is a URL that receives the account's events of the types it subscribes to.
+// Its fields change only through its methods, which keep it valid.
+type Endpoint struct {
+	id            string
+	account       string
+	livemode      bool
+	url           string
+	enabledEvents []string
+	status        Status
+	secret        string
+	apiVersion    string
+	description   string // "" when unset
+	metadata      map[string]string
+	created       time.Time
+}
+
+// NewParams is everything needed to create an endpoint: the client's input (URL through
+// Metadata) and what the application assigns (ID, Account, Livemode, Secret, Created).
+type NewParams struct {
+	ID       string
+	Account  string
+	Livemode bool
+	Secret   string
+	Created  time.Time
+
+	URL string
+	// EnabledEvents: nil means the client did not send it (parameter_missing); an empty,
+	// non-nil slice was sent empty (parameter_invalid).
+	EnabledEvents []string
+	Description   *string
+	APIVersion    *string // nil: apiversion.Current
+	// Metadata: a key whose value is "" is not stored, as on update.
+	Metadata map[string]string
+}
+
+// New validates the client's input and returns an enabled endpoint. The first rule broken is
+// reported as a KindInvalid *Error naming the parameter.
+func New(p NewParams) (*Endpoint, error) {
+	if p.ID == "" || p.Account == "" || p.Secret == "" || p.Created.IsZero() {
+		return nil, fmt.Errorf("domain.New: id, account, secret and created are required")
+	}
+	if p.URL == "" {
+		return nil, missing("url")
+	}
+	if err := validateURL(p.URL); err != nil {
+		return nil, err
+	}
+	if p.EnabledEvents == nil {
+		return nil, missing("enabled_events")
+	}
+	events, err := normalizeEvents(p.EnabledEvents)
+	if err != nil {
+		return nil, err
+	}
+	var description string
+	if p.Description != nil {
+		if err := validateDescription(*p.Description); err != nil {
+			return nil, err
+		}
+		description = *p.Description
+	}
+	version := apiversion.Current
+	if p.APIVersion != nil {
+		if err := validateAPIVersion(*p.APIVersion); err != nil {
+			return nil, err
+		}
+		version = *p.APIVersion
+	}
+	metadata, err := mergeMetadata(nil, p.Metadata)
+	if err != nil {
+		return nil, err
+	}
+	return &Endpoint{
+		id:            p.ID,
+		account:       p.Account,
+		livemode:      p.Livemode,
+		url:           p.URL,
+		enabledEvents: events,
+		status:        StatusEnabled,
+		secret:        p.Secret,
+		apiVersion:    version,
+		description:   description,
+		metadata:      metadata,
+		// The API shows Unix seconds; keeping only those makes a stored endpoint read back
+		// equal to the one created.
+		created: p.Created.Truncate(time.Second).UTC(),
+	}, nil
+}
+
+// Changes is an update request; nil fields are left as they are.
+type Changes struct {
+	URL           *string
+	EnabledEvents []string // nil: unchanged; empty: refused
+	Status        *string
+	Description   *string // "" removes the description
+	// Metadata is merged into the endpoint's: a key set to "" is removed, other keys are
+	// added or replaced, keys not named are kept.
+	Metadata map[string]string
+}
+
+// Validate checks the changes on their own, before the endpoint is read, so bad input is
+// refused the same way whether or not the endpoint exists. Update checks them again, with the
+// rules that depend on the endpoint (the merged metadata size).
+func (c Changes) Validate() error {
+	if c.URL != nil {
+		if *c.URL == "" {
+			return invalid(CodeParameterInvalid, "url", "Invalid url: must not be empty.")
+		}
+		if err := validateURL(*c.URL); err != nil {
+			return err
+		}
+	}
+	if c.EnabledEvents != nil {
+		if _, err := normalizeEvents(c.EnabledEvents); err != nil {
+			return err
+		}
+	}
+	if c.Status != nil {
+		if _, err := ParseStatus(*c.Status); err != nil {
+			return err
+		}
+	}
+	if c.Description != nil {
+		if err := validateDescription(*c.Description); err != nil {
+			return err
+		}
+	}
+	return validateMetadata(c.Metadata)
+}
+
+// Update applies changes after validating all of them: either every change is applied or,
+// with an error, none is.
+func (e *Endpoint) Update(c Changes) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	var events []string
+	if c.EnabledEvents != nil {
+		events, _ = normalizeEvents(c.EnabledEvents) // validated above
+	}
+	metadata, err := mergeMetadata(e.metadata, c.Metadata)
+	if err != nil {
+		return err
+	}
+	if c.URL != nil {
+		e.url = *c.URL
+	}
+	if events != nil {
+		e.enabledEvents = events
+	}
+	if c.Description != nil {
+		e.description = *c.Description
+	}
+	e.metadata = metadata
+	if c.Status != nil {
+		s, _ := ParseStatus(*c.Status) // validated above
+		if s == StatusEnabled {
+			e.Enable()
+		} else {
+			e.Disable()
+		}
+	}
+	return nil
+}
+
+// Enable resumes deliveries. Enabling an enabled endpoint is allowed and changes nothing.
+func (e *Endpoint) Enable() { e.status = StatusEnabled }
+
+// Disable stops deliveries; events keep being recorded. Disabling a disabled endpoint is
+// allowed and changes nothing.
+func (e *Endpoint) Disable() { e.status = StatusDisabled }
+
+// ParseStatus returns the Status named s.
+func ParseStatus(s string) (Status, error) {
+	switch Status(s) {
+	case StatusEnabled, StatusDisabled:
+		return Status(s), nil
+	}
+	return "", invalid(CodeParameterInvalid, "status", "Invalid status: must be 'enabled' or 'disabled', got '%s'.", s)
+}
+
+// Accessors. Slices and maps are copies, so callers cannot change the endpoint behind its back.
+
+func (e *Endpoint) ID() string                  { return e.id }
+func (e *Endpoint) Account() string             { return e.account }
+func (e *Endpoint) Livemode() bool              { return e.livemode }
+func (e *Endpoint) URL() string                 { return e.url }
+func (e *Endpoint) EnabledEvents() []string     { return slices.Clone(e.enabledEvents) }
+func (e *Endpoint) Status() Status              { return e.status }
+func (e *Endpoint) Secret() string              { return e.secret }
+func (e *Endpoint) APIVersion() string          { return e.apiVersion }
+func (e *Endpoint) Description() string         { return e.description }
+func (e *Endpoint) Metadata() map[string]string { return maps.Clone(e.metadata) }
+func (e *Endpoint) Created() time.Time          { return e.created }
+
+// OwnedBy reports whether the endpoint belongs to account in the given mode.
+func (e *Endpoint) OwnedBy(account string, livemode bool) bool {
+	return e.account == account && e.livemode == livemode
+}
+
+// State is an endpoint's stored form, for repositories.
+type State struct {
+	ID            string
+	Account       string
+	Livemode      bool
+	URL           string
+	EnabledEvents []string
+	Status        Status
+	Secret        string
+	APIVersion    string
+	Description   string
+	Metadata      map[string]string
+	Created       time.Time
+}
+
+// Rehydrate rebuilds an endpoint from storage. It is not a constructor: it trusts the state,
+// which New or Update validated when it was written, so a rule tightened later does not make
+// stored endpoints unreadable.
+func Rehydrate(s State) *Endpoint {
+	md := maps.Clone(s.Metadata)
+	if md == nil {
+		md = map[string]string{}
+	}
+	return &Endpoint{
+		id:            s.ID,
+		account:       s.Account,
+		livemode:      s.Livemode,
+		url:           s.URL,
+		enabledEvents: slices.Clone(s.EnabledEvents),
+		status:        s.Status,
+		secret:        s.Secret,
+		apiVersion:    s.APIVersion,
+		description:   s.Description,
+		metadata:      md,
+		created:       s.Created.UTC(),
+	}
+}
+
+// State returns the endpoint's stored form.
+func (e *Endpoint) State() State {
+	return State{
+		ID:            e.id,
+		Account:       e.account,
+		Livemode:      e.livemode,
+		URL:           e.url,
+		EnabledEvents: slices.Clone(e.enabledEvents),
+		Status:        e.status,
+		Secret:        e.secret,
+		APIVersion:    e.apiVersion,
+		Description:   e.description,
+		Metadata:      maps.Clone(e.metadata),
+		Created:       e.created,
+	}
+}
+
+func validateURL(raw string) error {
+	if n := utf8.RuneCountInString(raw); n > MaxURLLen {
+		return invalid(CodeParameterInvalid, "url", "Invalid url: must be at most %d characters, got %d.", MaxURLLen, n)
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return invalid(CodeParameterInvalid, "url", "Invalid url: not a valid URL.")
+	}
+	// url.Parse lower-cases the scheme, so HTTPS:// counts as https.
+	if u.Scheme != "https" {
+		return invalid(CodeURLNotHTTPS, "url", "Invalid url: webhook endpoints must use https://.")
+	}
+	if u.Opaque != "" || u.Hostname() == "" {
+		return invalid(CodeParameterInvalid, "url", "Invalid url: must be an absolute https:// URL with a host.")
+	}
+	return nil
+}
+
+// normalizeEvents checks every type and drops repeats, keeping the first occurrence's order.
+func normalizeEvents(in []string) ([]string, error) {
+	if len(in) == 0 {
+		return nil, invalid(CodeParameterInvalid, "enabled_events",
+			"Invalid enabled_events: subscribe to at least one event type, or '*' for all.")
+	}
+	out := make([]string, 0, len(in))
+	for i, t := range in {
+		if t != eventtype.Wildcard && !eventtype.Known(t) {
+			return nil, invalid(CodeParameterInvalid, fmt.Sprintf("enabled_events[%d]", i),
+				"Invalid enabled_events[%d]: '%s' is not a known event type.", i, t)
+		}
+		if !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+func validateDescription(d string) error {
+	if n := utf8.RuneCountInString(d); n > MaxDescriptionLen {
+		return invalid(CodeParameterInvalid, "description",
+			"Invalid description: must be at most %d characters, got %d.", MaxDescriptionLen, n)
+	}
+	return nil
+}
+
+var datePattern = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
+
+func validateAPIVersion(v string) error {
+	if !datePattern.MatchString(v) {
+		return invalid(CodeParameterInvalid, "api_version", "Invalid api_version: expected a date like %s, got '%s'.", apiversion.Current, v)
+	}
+	if _, err := time.Parse(time.DateOnly, v); err != nil {
+		return invalid(CodeParameterInvalid, "api_version", "Invalid api_version: '%s' is not a calendar date.", v)
+	}
+	if !apiversion.Supported(v) {
+		return invalid(CodeParameterInvalid, "api_version", "Invalid api_version: '%s' is not a supported version (supported: %s).",
+			v, strings.Join(apiversion.List(), ", "))
+	}
+	return nil
+}
+
+// validateMetadata checks every entry, in key order so the error reported does not depend on
+// map iteration order.
+func validateMetadata(m map[string]string) error {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if err := validateMetadataEntry(k, m[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func validateMetadataEntry(k, v string) error {
+	if k == "" {
+		return invalid(CodeParameterInvalid, "metadata", "Invalid metadata: keys must not be empty.")
+	}
+	if n := utf8.RuneCountInString(k); n > MaxMetadataKeyLen {
+		return invalid(CodeParameterInvalid, "metadata."+k,
+			"Invalid metadata key: must be at most %d characters, got %d.", MaxMetadataKeyLen, n)
+	}
+	if n := utf8.RuneCountInString(v); n > MaxMetadataValLen {
+		return invalid(CodeParameterInvalid, "metadata."+k,
+			"Invalid metadata value: must be at most %d characters, got %d.", MaxMetadataValLen, n)
+	}
+	return nil
+}
+
+// mergeMetadata returns base with changes applied: "" removes a key, anything else sets it.
+// It never modifies base.
+func mergeMetadata(base, changes map[string]string) (map[string]string, error) {
+	if err := validateMetadata(changes); err != nil {
+		return nil, err
+	}
+	out := maps.Clone(base)
+	if out == nil {
+		out = map[string]string{}
+	}
+	for k, v := range changes {
+		if v == "" {
+			delete(out, k)
+		} else {
+			out[k] = v
+		}
+	}
+	if len(out) > MaxMetadataKeys {
+		return nil, invalid(CodeParameterInvalid, "metadata",
+			"Invalid metadata: at most %d keys, this would store %d.", MaxMetadataKeys, len(out))
+	}
+	return out, nil
+}

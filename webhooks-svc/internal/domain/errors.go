@@ -1,0 +1,81 @@
+package domain
+
+import (
+	"errors"
+	"fmt"
+
+	"rentalplatform/libs/apierr"
+)
+
+// Kind says how an operation failed, so the edge can answer with the right status without
+// knowing each rule.
+type Kind int
+
+// Error kinds.
+const (
+	// KindInvalid: the input breaks a rule; nothing was changed.
+	KindInvalid Kind = iota + 1
+	// KindNotFound: no such object for this account and mode.
+	KindNotFound
+	// KindConflict: the object changed under the request too often to apply it; retrying
+	// the request is safe.
+	KindConflict
+)
+
+// Codes the public API promises (the stable codes of libs/apierr) plus this service's own.
+const (
+	CodeParameterMissing = apierr.CodeParameterMissing
+	CodeParameterInvalid = apierr.CodeParameterInvalid
+	CodeURLNotHTTPS      = apierr.CodeURLNotHTTPS
+	CodeResourceMissing  = apierr.CodeResourceMissing
+	// CodeLockTimeout: concurrent writes to one endpoint kept winning the race.
+	CodeLockTimeout = "lock_timeout"
+)
+
+// Error is a domain error: what went wrong (Kind), the stable code the API reports, the
+// offending parameter by its dotted path, and a message safe to show the client.
+type Error struct {
+	Kind    Kind
+	Code    string
+	Param   string
+	Message string
+}
+
+func (e *Error) Error() string {
+	if e.Param != "" {
+		return fmt.Sprintf("%s (param %s): %s", e.Code, e.Param, e.Message)
+	}
+	return fmt.Sprintf("%s: %s", e.Code, e.Message)
+}
+
+// Is makes errors.Is(err, ErrNotFound) match any not-found error.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Kind == e.Kind && (t.Code == "" || t.Code == e.Code)
+}
+
+// ErrNotFound is returned for an endpoint that does not exist for the caller's account and
+// mode, whether it never existed, was deleted, or belongs to someone else.
+var ErrNotFound = &Error{Kind: KindNotFound, Code: CodeResourceMissing, Message: "No such webhook endpoint."}
+
+// ErrConflict is returned when an update lost the optimistic-concurrency race every time it
+// was retried.
+var ErrConflict = &Error{Kind: KindConflict, Code: CodeLockTimeout,
+	Message: "The webhook endpoint was being changed by another request; retry the request."}
+
+func invalid(code, param, format string, args ...any) *Error {
+	return &Error{Kind: KindInvalid, Code: code, Param: param, Message: fmt.Sprintf(format, args...)}
+}
+
+func missing(param string) *Error {
+	return invalid(CodeParameterMissing, param, "Missing required param: %s.", param)
+}
+
+// AsError returns the *Error inside err, or nil.
+func AsError(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return nil
+}

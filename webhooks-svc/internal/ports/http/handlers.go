@@ -1,0 +1,135 @@
+// Package http is the public API of webhook endpoints: Fiber handlers that decode the request,
+// call the application and encode the answer. The business rules live in domain and app.
+package http
+
+import (
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"rentalplatform/libs/fiberx"
+	"rentalplatform/libs/ids"
+	"rentalplatform/libs/listing"
+
+	"rentalplatform/webhooks-svc/internal/app"
+	"rentalplatform/webhooks-svc/internal/domain"
+)
+
+const basePath = "/v1/webhook_endpoints"
+
+type handlers struct {
+	svc *app.Service
+}
+
+// Register adds the webhook endpoint routes to r.
+func Register(r fiber.Router, svc *app.Service) {
+	h := handlers{svc: svc}
+	r.Post(basePath, h.create)
+	r.Get(basePath, h.list)
+	r.Get(basePath+"/:id", h.get)
+	r.Post(basePath+"/:id", h.update)
+	r.Delete(basePath+"/:id", h.delete)
+}
+
+// createParams is the body of POST /v1/webhook_endpoints. Pointers tell "absent" from "empty".
+type createParams struct {
+	URL           *string           `json:"url"`
+	EnabledEvents []string          `json:"enabled_events"`
+	Description   *string           `json:"description"`
+	APIVersion    *string           `json:"api_version"`
+	Metadata      map[string]string `json:"metadata"`
+}
+
+// updateParams is the body of POST /v1/webhook_endpoints/:id.
+type updateParams struct {
+	URL           *string           `json:"url"`
+	EnabledEvents []string          `json:"enabled_events"`
+	Status        *string           `json:"status"`
+	Description   *string           `json:"description"`
+	Metadata      map[string]string `json:"metadata"`
+}
+
+func caller(c *fiber.Ctx) app.Caller {
+	id := fiberx.Identity(c)
+	return app.Caller{Account: id.Account, Livemode: id.Livemode}
+}
+
+// pathID copies the :id parameter out of Fiber's reused request buffer.
+func pathID(c *fiber.Ctx) string { return strings.Clone(c.Params("id")) }
+
+func (h handlers) create(c *fiber.Ctx) error {
+	var p createParams
+	if err := fiberx.DecodeJSON(c, &p); err != nil {
+		return err
+	}
+	in := app.CreateEndpoint{
+		EnabledEvents: p.EnabledEvents,
+		Description:   p.Description,
+		APIVersion:    p.APIVersion,
+		Metadata:      p.Metadata,
+	}
+	if p.URL != nil {
+		in.URL = *p.URL
+	}
+	e, err := h.svc.Create(c.UserContext(), caller(c), in)
+	if err != nil {
+		return apiError(err, "")
+	}
+	return c.JSON(render(e, true))
+}
+
+func (h handlers) get(c *fiber.Ctx) error {
+	id := pathID(c)
+	e, err := h.svc.Get(c.UserContext(), caller(c), id)
+	if err != nil {
+		return apiError(err, id)
+	}
+	return c.JSON(render(e, false))
+}
+
+func (h handlers) update(c *fiber.Ctx) error {
+	id := pathID(c)
+	var p updateParams
+	if err := fiberx.DecodeJSON(c, &p); err != nil {
+		return err
+	}
+	e, err := h.svc.Update(c.UserContext(), caller(c), id, domain.Changes{
+		URL:           p.URL,
+		EnabledEvents: p.EnabledEvents,
+		Status:        p.Status,
+		Description:   p.Description,
+		Metadata:      p.Metadata,
+	})
+	if err != nil {
+		return apiError(err, id)
+	}
+	return c.JSON(render(e, false))
+}
+
+func (h handlers) delete(c *fiber.Ctx) error {
+	id := pathID(c)
+	if err := h.svc.Delete(c.UserContext(), caller(c), id); err != nil {
+		return apiError(err, id)
+	}
+	return c.JSON(deleted{ID: id, Object: object, Deleted: true})
+}
+
+func (h handlers) list(c *fiber.Ctx) error {
+	q, err := fiberx.Query(c)
+	if err != nil {
+		return err
+	}
+	p, err := listing.Parse(q, listing.Spec{IDPrefix: ids.WebhookEndpoint})
+	if err != nil {
+		return err
+	}
+	page, hasMore, err := h.svc.List(c.UserContext(), caller(c), p)
+	if err != nil {
+		return apiError(err, "")
+	}
+	data := make([]endpointJSON, len(page))
+	for i, e := range page {
+		data[i] = render(e, false)
+	}
+	return c.JSON(listing.New(basePath, data, hasMore))
+}

@@ -1,0 +1,70 @@
+package http
+
+import (
+	"rentalplatform/libs/apierr"
+
+	"rentalplatform/webhooks-svc/internal/domain"
+)
+
+const object = "webhook_endpoint"
+
+// endpointJSON is the webhook_endpoint object. The secret is set only in the create response.
+type endpointJSON struct {
+	ID            string            `json:"id"`
+	Object        string            `json:"object"`
+	URL           string            `json:"url"`
+	EnabledEvents []string          `json:"enabled_events"`
+	Status        domain.Status     `json:"status"`
+	Secret        string            `json:"secret,omitempty"`
+	APIVersion    string            `json:"api_version"`
+	Description   *string           `json:"description"`
+	Metadata      map[string]string `json:"metadata"`
+	Created       int64             `json:"created"`
+	Livemode      bool              `json:"livemode"`
+}
+
+type deleted struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Deleted bool   `json:"deleted"`
+}
+
+func render(e *domain.Endpoint, withSecret bool) endpointJSON {
+	out := endpointJSON{
+		ID:            e.ID(),
+		Object:        object,
+		URL:           e.URL(),
+		EnabledEvents: e.EnabledEvents(),
+		Status:        e.Status(),
+		APIVersion:    e.APIVersion(),
+		Metadata:      e.Metadata(),
+		Created:       e.Created().Unix(),
+		Livemode:      e.Livemode(),
+	}
+	if withSecret {
+		out.Secret = e.Secret()
+	}
+	// An unset description is null, as in Stripe's objects.
+	if d := e.Description(); d != "" {
+		out.Description = &d
+	}
+	return out
+}
+
+// apiError maps a domain error to the API's error, once, by kind; id names the endpoint the
+// request was about. Anything else is returned as is and becomes a logged 500.
+func apiError(err error, id string) error {
+	de := domain.AsError(err)
+	if de == nil {
+		return err
+	}
+	switch de.Kind {
+	case domain.KindInvalid:
+		return apierr.Invalid(de.Code, de.Param, de.Message)
+	case domain.KindNotFound:
+		return apierr.NotFound(object, id)
+	case domain.KindConflict:
+		return apierr.Conflict(de.Code, de.Message)
+	}
+	return err
+}
