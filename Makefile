@@ -12,8 +12,10 @@ TEST_FLAGS ?= -race -count=1 -timeout 15m
 help: ## Show this help
 	@grep -hE '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-6s %s\n", $$1, $$2}'
 
+# The launcher is built and exec'd rather than `go run`, so Ctrl-C reaches it directly and a
+# clean stop exits 0 (`go run` reports any interrupt as a failure).
 run: ## Build and start the whole platform on this machine (embedded MongoDB-compatible store and Redis unless MONGODB_URI / REDIS_URL are set)
-	go run ./deploy/local
+	@go build -o bin/rental-local ./deploy/local && exec ./bin/rental-local
 
 test: ## Run every module's tests with -race (uses REDIS_URL / MONGODB_URI when set, else embedded ones)
 	go test $(TEST_FLAGS) $(PACKAGES)

@@ -267,7 +267,13 @@ func Serve(ctx context.Context, app *fiber.App, addr, name string, shutdownTimeo
 	if err != nil {
 		return fmt.Errorf("listen %s on %s: %w", name, addr, err)
 	}
-	log.Info("listening", "listener", name, "addr", ln.Addr().String())
+	// The local stack and the tests find the bound port in this line, so it is written at the
+	// lowest level the logger lets through, never filtered out by LOG_LEVEL.
+	level := slog.LevelInfo
+	for level < slog.LevelError && !log.Enabled(ctx, level) {
+		level += 4
+	}
+	log.Log(ctx, level, "listening", "listener", name, "addr", ln.Addr().String())
 	errc := make(chan error, 1)
 	go func() { errc <- app.Listener(ln) }()
 	select {

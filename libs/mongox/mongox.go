@@ -52,13 +52,14 @@ func Ping(ctx context.Context, db *mongo.Database) error {
 }
 
 // EnsureIndexes creates the indexes a collection's queries rely on. Creating an index that
-// already exists with the same definition is a no-op on the server.
+// already exists with the same definition is a no-op on the server. They are created one per
+// command: the embedded store (FerretDB v1.24) fails a createIndexes naming several indexes
+// that already exist, which is every start after the first.
 func EnsureIndexes(ctx context.Context, coll *mongo.Collection, models ...mongo.IndexModel) error {
-	if len(models) == 0 {
-		return nil
-	}
-	if _, err := coll.Indexes().CreateMany(ctx, models); err != nil {
-		return fmt.Errorf("indexes on %s: %w", coll.Name(), err)
+	for _, m := range models {
+		if _, err := coll.Indexes().CreateOne(ctx, m); err != nil {
+			return fmt.Errorf("indexes on %s: %w", coll.Name(), err)
+		}
 	}
 	return nil
 }

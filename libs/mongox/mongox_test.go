@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
@@ -139,4 +141,19 @@ func TestMonitorTracesCommands(t *testing.T) {
 		}
 	}
 	t.Fatalf("no mongodb.insert span among %d spans", len(rec.Ended()))
+}
+
+// A service declares its indexes at every start; the second time they all exist already.
+func TestEnsureIndexesTwice(t *testing.T) {
+	db := testkit.MongoDatabase(t)
+	coll := db.Collection("things")
+	models := []mongo.IndexModel{
+		{Keys: bson.D{{Key: "account", Value: 1}, {Key: "livemode", Value: 1}, {Key: "_id", Value: -1}}},
+		{Keys: bson.D{{Key: "ref", Value: 1}}, Options: options.Index().SetUnique(true)},
+	}
+	for i := 0; i < 2; i++ {
+		if err := EnsureIndexes(context.Background(), coll, models...); err != nil {
+			t.Fatalf("start %d: %v", i+1, err)
+		}
+	}
 }

@@ -63,14 +63,23 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	defer os.RemoveAll(dataDir)
-	fmt.Fprintf(stdout, "Starting the platform (as make run does; logs at warn level)...\n")
+	logPath := filepath.Join(root, ".data", "bench-stack.log")
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+		return err
+	}
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	fmt.Fprintf(stdout, "Starting the platform (as make run does; its logs go to %s)...\n", logPath)
 	st, err := stack.Start(ctx, stack.Options{
 		RepoRoot: root, DataDir: dataDir,
 		MongoURI: getenv("MONGODB_URI"), RedisURL: getenv("REDIS_URL"),
 		DatabasePrefix: fmt.Sprintf("bench_%d_", time.Now().Unix()),
 		GatewayAddr:    "127.0.0.1:0", AdminAddr: "127.0.0.1:0", Ephemeral: true,
-		Env:    map[string]string{"PATH": getenv("PATH"), "HOME": getenv("HOME"), "LOG_LEVEL": "warn"},
-		Output: os.Stderr,
+		Env:    map[string]string{"PATH": getenv("PATH"), "HOME": getenv("HOME")},
+		Output: logFile,
 	})
 	if err != nil {
 		return err

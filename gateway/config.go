@@ -1,0 +1,77 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"rentalplatform/libs/config"
+)
+
+// minAdminTokenLen keeps the admin token out of guessing range.
+const minAdminTokenLen = 16
+
+// Config is the gateway's configuration, read once from the environment.
+type Config struct {
+	PublicAddr         string // GATEWAY_ADDR
+	AdminAddr          string // ADMIN_ADDR
+	AdminToken         string // ADMIN_TOKEN
+	MongoURI           string
+	MongoDatabase      string
+	RedisURL           string
+	InternalAuthSecret []byte
+	Upstreams          UpstreamURLs
+	UpstreamTimeout    time.Duration
+	BodyLimit          int
+	UploadBodyLimit    int
+	LogLevel           slog.Level
+	ShutdownTimeout    time.Duration
+	OTelExport         bool
+}
+
+// UpstreamURLs are the base URLs of the services behind the gateway.
+type UpstreamURLs struct {
+	Verification, Collections, Payments, Webhooks string
+}
+
+func loadConfig(getenv func(string) string) (Config, error) {
+	r := config.NewReader(getenv)
+	c := Config{
+		PublicAddr:         r.String("GATEWAY_ADDR", "127.0.0.1:8080"),
+		AdminAddr:          r.String("ADMIN_ADDR", "127.0.0.1:8081"),
+		AdminToken:         r.Required("ADMIN_TOKEN"),
+		MongoURI:           r.String("MONGODB_URI", "mongodb://127.0.0.1:27017"),
+		MongoDatabase:      r.String("MONGODB_DATABASE", "gateway"),
+		RedisURL:           r.String("REDIS_URL", "redis://127.0.0.1:6379/0"),
+		InternalAuthSecret: r.Secret("INTERNAL_AUTH_SECRET"),
+		Upstreams: UpstreamURLs{
+			Verification: r.String("VERIFICATION_URL", "http://127.0.0.1:8091"),
+			Collections:  r.String("COLLECTIONS_URL", "http://127.0.0.1:8092"),
+			Payments:     r.String("PAYMENTS_URL", "http://127.0.0.1:8093"),
+			Webhooks:     r.String("WEBHOOKS_URL", "http://127.0.0.1:8094"),
+		},
+		UpstreamTimeout: r.Duration("UPSTREAM_TIMEOUT", 30*time.Second),
+		BodyLimit:       r.Bytes("BODY_LIMIT", 1<<20),
+		UploadBodyLimit: r.Bytes("UPLOAD_BODY_LIMIT", 32<<20),
+		LogLevel:        r.LogLevel("LOG_LEVEL"),
+		ShutdownTimeout: r.Duration("SHUTDOWN_TIMEOUT", 10*time.Second),
+		OTelExport:      r.OTelExport(),
+	}
+	errs := []error{r.Err()}
+	if c.AdminToken != "" && len(c.AdminToken) < minAdminTokenLen {
+		errs = append(errs, fmt.Errorf("ADMIN_TOKEN must be at least %d characters", minAdminTokenLen))
+	}
+	if c.UpstreamTimeout <= 0 {
+		errs = append(errs, errors.New("UPSTREAM_TIMEOUT must be positive"))
+	}
+	if _, err := redis.ParseURL(c.RedisURL); err != nil {
+		errs = append(errs, fmt.Errorf("REDIS_URL: %w", err))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}

@@ -1,0 +1,284 @@
+// Package mongo stores API keys in MongoDB.
+//
+// A key's document has the hex SHA-256 of its secret as _id, so authentication, the hot path,
+// is a lookup by _id alone: index-backed on MongoDB and the one filter the embedded store
+// answers from its primary key. The public key_… id has its own unique index; it is used only
+// by the admin API.
+//
+// A key document is written twice at most: when it is created and when it is revoked.
+// last_used lives in a document of its own (collection api_key_usage, _id = key id), because
+// the embedded store (FerretDB 1.24) applies updates as read-modify-write of the whole
+// document without isolation: a last_used write racing a revoke could otherwise write the
+// pre-revoke document back and silently un-revoke the key.
+package mongo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"rentalplatform/gateway/internal/domain"
+	"rentalplatform/libs/listing"
+	"rentalplatform/libs/mongox"
+)
+
+// Collection names.
+const (
+	Collection      = "api_keys"
+	UsageCollection = "api_key_usage"
+)
+
+// Keys is the MongoDB domain.KeyRepository.
+type Keys struct {
+	coll  *mongo.Collection
+	usage *mongo.Collection
+}
+
+var _ domain.KeyRepository = (*Keys)(nil)
+
+// NewKeys returns the repository on db, creating its indexes.
+func NewKeys(ctx context.Context, db *mongo.Database) (*Keys, error) {
+	coll := db.Collection(Collection)
+	// One index per call: the embedded store (FerretDB 1.24) crashes the connection when one
+	// createIndexes command names several indexes that all exist already, which is every
+	// start after the first.
+	for _, m := range []mongo.IndexModel{
+		{Keys: bson.D{{Key: "id", Value: 1}}, Options: options.Index().SetName("id_unique").SetUnique(true)},
+		// Admin lists of one account, newest first.
+		{Keys: bson.D{{Key: "account", Value: 1}, {Key: "id", Value: -1}}, Options: options.Index().SetName("account_id")},
+	} {
+		if err := mongox.EnsureIndexes(ctx, coll, m); err != nil {
+			return nil, err
+		}
+	}
+	return &Keys{coll: coll, usage: db.Collection(UsageCollection)}, nil
+}
+
+type keyDoc struct {
+	Hash      string     `bson:"_id"`
+	ID        string     `bson:"id"`
+	Account   string     `bson:"account"`
+	Livemode  bool       `bson:"livemode"`
+	Created   time.Time  `bson:"created"`
+	RevokedAt *time.Time `bson:"revoked_at"`
+}
+
+type usageDoc struct {
+	ID       string    `bson:"_id"` // key id
+	LastUsed time.Time `bson:"last_used"`
+}
+
+func toDoc(k domain.Key) keyDoc {
+	return keyDoc{
+		Hash:      k.Hash().String(),
+		ID:        k.ID(),
+		Account:   k.Account(),
+		Livemode:  k.Livemode(),
+		Created:   k.Created().UTC(),
+		RevokedAt: optTime(k.RevokedAt()),
+	}
+}
+
+func (d keyDoc) toDomain(lastUsed time.Time) (domain.Key, error) {
+	h, err := domain.ParseHash(d.Hash)
+	if err != nil {
+		return domain.Key{}, fmt.Errorf("key %s: %w", d.ID, err)
+	}
+	return domain.RehydrateKey(d.ID, d.Account, d.Livemode, h, d.Created, lastUsed, timeOf(d.RevokedAt)), nil
+}
+
+func optTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
+}
+
+func timeOf(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
+}
+
+// Create implements domain.KeyRepository.
+func (r *Keys) Create(ctx context.Context, k domain.Key) error {
+	if _, err := r.coll.InsertOne(ctx, toDoc(k)); err != nil {
+		if mongox.IsDuplicateKey(err) {
+			return domain.ErrKeyExists
+		}
+		return fmt.Errorf("insert key %s: %w", k.ID(), err)
+	}
+	return nil
+}
+
+// ByHash implements domain.KeyRepository. The filter is exactly {_id: …} on purpose (see the
+// package comment), and it is the only query: unknown and known keys cost the same.
+func (r *Keys) ByHash(ctx context.Context, h domain.Hash) (domain.Key, error) {
+	d, err := r.findOne(ctx, bson.D{{Key: "_id", Value: h.String()}}, "")
+	if err != nil {
+		return domain.Key{}, err
+	}
+	return d.toDomain(time.Time{})
+}
+
+// ByID implements domain.KeyRepository.
+func (r *Keys) ByID(ctx context.Context, id string) (domain.Key, error) {
+	d, err := r.findOne(ctx, bson.D{{Key: "id", Value: id}}, id)
+	if err != nil {
+		return domain.Key{}, err
+	}
+	return r.withUsage(ctx, d)
+}
+
+func (r *Keys) findOne(ctx context.Context, filter bson.D, id string) (keyDoc, error) {
+	var d keyDoc
+	if err := r.coll.FindOne(ctx, filter).Decode(&d); err != nil {
+		if errors.Is(err, mongo.ErrNoDocuments) {
+			return keyDoc{}, domain.KeyNotFound(id)
+		}
+		return keyDoc{}, fmt.Errorf("find key: %w", err)
+	}
+	return d, nil
+}
+
+// withUsage adds last_used to one key.
+func (r *Keys) withUsage(ctx context.Context, d keyDoc) (domain.Key, error) {
+	var u usageDoc
+	err := r.usage.FindOne(ctx, bson.D{{Key: "_id", Value: d.ID}}).Decode(&u)
+	if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
+		return domain.Key{}, fmt.Errorf("find key %s last_used: %w", d.ID, err)
+	}
+	return d.toDomain(u.LastUsed)
+}
+
+// Revoke implements domain.KeyRepository. Revocation is one-way, so a conditional $set is
+// enough to make concurrent revokes agree on the first revocation time without reading first.
+func (r *Keys) Revoke(ctx context.Context, id string, at time.Time) (domain.Key, error) {
+	var d keyDoc
+	err := r.coll.FindOneAndUpdate(ctx,
+		bson.D{{Key: "id", Value: id}, {Key: "revoked_at", Value: nil}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: "revoked_at", Value: at.UTC()}}}},
+		options.FindOneAndUpdate().SetReturnDocument(options.After),
+	).Decode(&d)
+	switch {
+	case err == nil:
+		return r.withUsage(ctx, d)
+	case errors.Is(err, mongo.ErrNoDocuments):
+		// Either there is no such key or it was already revoked; ByID tells which.
+		return r.ByID(ctx, id)
+	default:
+		return domain.Key{}, fmt.Errorf("revoke key %s: %w", id, err)
+	}
+}
+
+// TouchLastUsed implements domain.KeyRepository. $max keeps replicas that write out of order
+// from moving last_used backwards.
+func (r *Keys) TouchLastUsed(ctx context.Context, id string, at time.Time) error {
+	touch := func() error {
+		_, err := r.usage.UpdateOne(ctx,
+			bson.D{{Key: "_id", Value: id}},
+			bson.D{{Key: "$max", Value: bson.D{{Key: "last_used", Value: at.UTC()}}}},
+			options.UpdateOne().SetUpsert(true),
+		)
+		return err
+	}
+	err := touch()
+	// Two upserts of a missing document can both try to insert it; the loser finds it now
+	// exists and updates it.
+	if mongox.IsDuplicateKey(err) {
+		err = touch()
+	}
+	if err != nil {
+		return fmt.Errorf("touch key %s last_used: %w", id, err)
+	}
+	return nil
+}
+
+// List implements domain.KeyRepository. It pages on the public id, not _id (the secret's
+// hash), which is why it does not use mongox.FindPage: that helper pages on _id.
+func (r *Keys) List(ctx context.Context, account string, p listing.Params) ([]domain.Key, bool, error) {
+	filter := bson.D{}
+	if account != "" {
+		filter = append(filter, bson.E{Key: "account", Value: account})
+	}
+	dir := -1
+	switch {
+	case p.EndingBefore != "":
+		filter = append(filter, bson.E{Key: "id", Value: bson.D{{Key: "$gt", Value: p.EndingBefore}}})
+		dir = 1
+	case p.StartingAfter != "":
+		filter = append(filter, bson.E{Key: "id", Value: bson.D{{Key: "$lt", Value: p.StartingAfter}}})
+	}
+	if p.CreatedGTE != nil || p.CreatedLTE != nil {
+		var created bson.D
+		if p.CreatedGTE != nil {
+			created = append(created, bson.E{Key: "$gte", Value: time.Unix(*p.CreatedGTE, 0).UTC()})
+		}
+		if p.CreatedLTE != nil {
+			// Inclusive of the whole second, as created is shown in seconds.
+			created = append(created, bson.E{Key: "$lt", Value: time.Unix(*p.CreatedLTE+1, 0).UTC()})
+		}
+		filter = append(filter, bson.E{Key: "created", Value: created})
+	}
+	opts := options.Find().SetSort(bson.D{{Key: "id", Value: dir}}).SetLimit(int64(p.Limit + 1))
+	cur, err := r.coll.Find(ctx, filter, opts)
+	if err != nil {
+		return nil, false, fmt.Errorf("list keys: %w", err)
+	}
+	var docs []keyDoc
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, false, fmt.Errorf("list keys: decode: %w", err)
+	}
+	more := len(docs) > p.Limit
+	if more {
+		docs = docs[:p.Limit]
+	}
+	lastUsed, err := r.lastUsed(ctx, docs)
+	if err != nil {
+		return nil, false, err
+	}
+	keys := make([]domain.Key, len(docs))
+	for i, d := range docs {
+		j := i
+		if dir == 1 {
+			j = len(docs) - 1 - i
+		}
+		k, err := d.toDomain(lastUsed[d.ID])
+		if err != nil {
+			return nil, false, err
+		}
+		keys[j] = k
+	}
+	return keys, more, nil
+}
+
+// lastUsed reads last_used for a page of keys in one query.
+func (r *Keys) lastUsed(ctx context.Context, docs []keyDoc) (map[string]time.Time, error) {
+	out := make(map[string]time.Time, len(docs))
+	if len(docs) == 0 {
+		return out, nil
+	}
+	idList := make(bson.A, len(docs))
+	for i, d := range docs {
+		idList[i] = d.ID
+	}
+	cur, err := r.usage.Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: idList}}}})
+	if err != nil {
+		return nil, fmt.Errorf("list keys last_used: %w", err)
+	}
+	var usage []usageDoc
+	if err := cur.All(ctx, &usage); err != nil {
+		return nil, fmt.Errorf("list keys last_used: decode: %w", err)
+	}
+	for _, u := range usage {
+		out[u.ID] = u.LastUsed
+	}
+	return out, nil
+}

@@ -1,0 +1,76 @@
+// Package app holds the gateway's use cases: making, listing and revoking API keys, and
+// authenticating a request's secret key.
+package app
+
+import (
+	"log/slog"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+
+	"rentalplatform/gateway/internal/domain"
+	"rentalplatform/libs/ids"
+)
+
+// Defaults of Options.
+const (
+	// DefaultCacheTTL bounds how long a replica that did not serve a revoke keeps accepting
+	// the revoked key.
+	DefaultCacheTTL = 2 * time.Second
+	// DefaultCacheSize bounds each of the positive and negative caches.
+	DefaultCacheSize = 10_000
+	// DefaultLastUsedInterval is how often at most a key's last_used is written.
+	DefaultLastUsedInterval = time.Minute
+	// lookupTimeout bounds one key lookup in the store. It runs detached from the request
+	// that started it, because other requests may be waiting on the same lookup.
+	lookupTimeout = 5 * time.Second
+)
+
+// Options tune a Service; zero values take the defaults.
+type Options struct {
+	CacheTTL         time.Duration
+	CacheSize        int
+	LastUsedInterval time.Duration
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+	// IDs makes key ids (a new generator when nil).
+	IDs *ids.Generator
+}
+
+// Service runs the use cases. It is safe for concurrent use.
+type Service struct {
+	keys    domain.KeyRepository
+	log     *slog.Logger
+	now     func() time.Time
+	ids     *ids.Generator
+	cache   *keyCache
+	usage   *usageRecorder
+	lookups singleflight.Group
+}
+
+// New returns a Service storing keys in keys. Call Run to have last_used recorded.
+func New(keys domain.KeyRepository, log *slog.Logger, opt Options) *Service {
+	if opt.CacheTTL <= 0 {
+		opt.CacheTTL = DefaultCacheTTL
+	}
+	if opt.CacheSize <= 0 {
+		opt.CacheSize = DefaultCacheSize
+	}
+	if opt.LastUsedInterval <= 0 {
+		opt.LastUsedInterval = DefaultLastUsedInterval
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if opt.IDs == nil {
+		opt.IDs = ids.NewGenerator(opt.Now)
+	}
+	return &Service{
+		keys:  keys,
+		log:   log,
+		now:   opt.Now,
+		ids:   opt.IDs,
+		cache: newKeyCache(opt.CacheTTL, opt.CacheSize),
+		usage: newUsageRecorder(keys, log, opt.LastUsedInterval),
+	}
+}

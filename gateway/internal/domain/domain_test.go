@@ -1,0 +1,167 @@
+package domain_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"rentalplatform/gateway/internal/domain"
+	"rentalplatform/libs/ids"
+)
+
+func TestValidateAccount(t *testing.T) {
+	for _, tc := range []struct {
+		account string
+		ok      bool
+	}{
+		{"acct_1", true},
+		{"acct_dev", true},
+		{"acct_ABCxyz0123", true},
+		{"acct_" + strings.Repeat("a", 64), true},
+		{"acct_" + strings.Repeat("a", 65), false},
+		{"acct_", false},
+		{"", false},
+		{"acct", false},
+		{"ACCT_abc", false},
+		{"acc_abc", false},
+		{"acct_ab-c", false},
+		{"acct_ab_c", false},
+		{"acct_ab c", false},
+		{"acct_é", false},
+		{" acct_abc", false},
+	} {
+		err := domain.ValidateAccount(tc.account)
+		if (err == nil) != tc.ok {
+			t.Errorf("ValidateAccount(%q) = %v, want ok=%v", tc.account, err, tc.ok)
+		}
+		if err != nil && (domain.KindOf(err) != domain.KindInvalid || err.(*domain.Error).Param != "account") {
+			t.Errorf("ValidateAccount(%q) error = %#v, want KindInvalid on account", tc.account, err)
+		}
+	}
+}
+
+func TestParseSecret(t *testing.T) {
+	body := strings.Repeat("aZ09-_", 6)[:32]
+	for _, tc := range []struct {
+		name     string
+		secret   string
+		ok       bool
+		livemode bool
+	}{
+		{"test", "sk_test_" + body, true, false},
+		{"live", "sk_live_" + body, true, true},
+		{"generated test", domain.NewSecret(false), true, false},
+		{"generated live", domain.NewSecret(true), true, true},
+		{"max length", "sk_test_" + strings.Repeat("a", 128), true, false},
+		{"too long", "sk_test_" + strings.Repeat("a", 129), false, false},
+		{"too short", "sk_test_" + body[:31], false, false},
+		{"prefix only", "sk_test_", false, false},
+		{"empty", "", false, false},
+		{"publishable", "pk_test_" + body, false, false},
+		{"upper prefix", "SK_TEST_" + body, false, false},
+		{"bad char", "sk_test_" + body[:31] + "+", false, false},
+		{"padding", "sk_test_" + body[:31] + "=", false, false},
+		{"space", "sk_test_" + body[:31] + " ", false, false},
+		{"restricted", "rk_live_" + body, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			live, ok := domain.ParseSecret(tc.secret)
+			if ok != tc.ok || live != tc.livemode {
+				t.Errorf("ParseSecret(%q) = (%v, %v), want (%v, %v)", tc.secret, live, ok, tc.livemode, tc.ok)
+			}
+		})
+	}
+}
+
+func TestNewSecretShape(t *testing.T) {
+	seen := map[string]bool{}
+	for _, live := range []bool{false, true} {
+		for i := 0; i < 100; i++ {
+			s := domain.NewSecret(live)
+			if !strings.HasPrefix(s, domain.SecretPrefix(live)) || len(s) != len(domain.SecretPrefix(live))+43 {
+				t.Fatalf("NewSecret(%v) = %q: want prefix and 43 base64url characters (32 bytes)", live, s)
+			}
+			if seen[s] {
+				t.Fatalf("NewSecret repeated %q", s)
+			}
+			seen[s] = true
+		}
+	}
+}
+
+func TestHashRoundTrip(t *testing.T) {
+	h := domain.HashSecret("sk_test_abc")
+	got, err := domain.ParseHash(h.String())
+	if err != nil || got != h {
+		t.Fatalf("ParseHash(String()) = %v, %v; want %v", got, err, h)
+	}
+	if len(h.String()) != 64 || strings.ToLower(h.String()) != h.String() {
+		t.Fatalf("String() = %q, want 64 lower-case hex characters", h.String())
+	}
+	for _, bad := range []string{"", "abc", strings.Repeat("g", 64), strings.Repeat("a", 66)} {
+		if _, err := domain.ParseHash(bad); err == nil {
+			t.Errorf("ParseHash(%q) accepted", bad)
+		}
+	}
+	if domain.HashSecret("sk_test_abc") == domain.HashSecret("sk_live_abc") {
+		t.Fatal("the mode prefix must be part of the hash")
+	}
+}
+
+func TestNewKey(t *testing.T) {
+	gen := ids.NewGenerator(nil)
+	now := time.Unix(1700000000, 0)
+	testSecret, liveSecret := domain.NewSecret(false), domain.NewSecret(true)
+	for _, tc := range []struct {
+		name     string
+		id       string
+		account  string
+		livemode bool
+		secret   string
+		param    string // "" when valid
+	}{
+		{"test key", gen.New(ids.APIKey), "acct_1", false, testSecret, ""},
+		{"live key", gen.New(ids.APIKey), "acct_1", true, liveSecret, ""},
+		{"bad id", "key_1", "acct_1", false, testSecret, "id"},
+		{"wrong id prefix", gen.New(ids.Request), "acct_1", false, testSecret, "id"},
+		{"bad account", gen.New(ids.APIKey), "acct-1", false, testSecret, "account"},
+		{"malformed secret", gen.New(ids.APIKey), "acct_1", false, "sk_test_short", "secret"},
+		{"live secret on test key", gen.New(ids.APIKey), "acct_1", false, liveSecret, "secret"},
+		{"test secret on live key", gen.New(ids.APIKey), "acct_1", true, testSecret, "secret"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k, err := domain.NewKey(tc.id, tc.account, tc.livemode, tc.secret, now)
+			if tc.param != "" {
+				var de *domain.Error
+				if err == nil || domain.KindOf(err) != domain.KindInvalid {
+					t.Fatalf("NewKey = %v, want KindInvalid on %s", err, tc.param)
+				}
+				de = err.(*domain.Error)
+				if de.Param != tc.param {
+					t.Fatalf("param = %q, want %q (%v)", de.Param, tc.param, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("NewKey: %v", err)
+			}
+			if k.ID() != tc.id || k.Account() != tc.account || k.Livemode() != tc.livemode ||
+				k.Hash() != domain.HashSecret(tc.secret) || !k.Created().Equal(now) ||
+				k.Revoked() || !k.LastUsed().IsZero() {
+				t.Fatalf("NewKey = %+v, fields do not match the input", k)
+			}
+		})
+	}
+}
+
+func TestRehydrateKey(t *testing.T) {
+	h := domain.HashSecret(domain.NewSecret(true))
+	created, used, revoked := time.Unix(1, 0), time.Unix(2, 0), time.Unix(3, 0)
+	k := domain.RehydrateKey("key_x", "acct_1", true, h, created, used, revoked)
+	if !k.Revoked() || !k.RevokedAt().Equal(revoked) || !k.LastUsed().Equal(used) || k.Hash() != h {
+		t.Fatalf("RehydrateKey lost fields: %+v", k)
+	}
+	if domain.RehydrateKey("key_x", "acct_1", true, h, created, time.Time{}, time.Time{}).Revoked() {
+		t.Fatal("a key without revocation time is active")
+	}
+}

@@ -1,0 +1,257 @@
+package http
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"rentalplatform/gateway/internal/app"
+	"rentalplatform/gateway/internal/domain"
+	"rentalplatform/libs/apierr"
+	"rentalplatform/libs/fiberx"
+	"rentalplatform/libs/identity"
+	"rentalplatform/libs/ids"
+	"rentalplatform/libs/telemetry"
+)
+
+// Authenticator checks secret keys (app.Service).
+type Authenticator interface {
+	// Authenticate returns the active key for secret, app.ErrUnauthenticated for any secret
+	// that is not one, or another error when the key store cannot be asked.
+	Authenticate(ctx context.Context, secret string) (domain.Key, error)
+}
+
+// PublicConfig configures NewPublic.
+type PublicConfig struct {
+	Logger   *slog.Logger
+	Keys     Authenticator
+	Signer   *identity.Signer
+	Services Services
+	// BodyLimit bounds buffered (JSON) bodies; UploadBodyLimit bounds streamed uploads.
+	BodyLimit       int
+	UploadBodyLimit int
+	IDs             *ids.Generator
+	TracerProvider  trace.TracerProvider
+	Propagator      propagation.TextMapPropagator
+	// Checks are the /readyz dependencies.
+	Checks []fiberx.Check
+}
+
+type public struct {
+	log         *slog.Logger
+	keys        Authenticator
+	signer      *identity.Signer
+	services    Services
+	bodyLimit   int
+	uploadLimit int
+	drainLimit  int
+	tracer      trace.Tracer
+	propagator  propagation.TextMapPropagator
+	copyBufs    sync.Pool // *[]byte buffers for reading bodies
+}
+
+// NewPublic returns the public listener's app.
+func NewPublic(cfg PublicConfig) *fiber.App {
+	tp := cfg.TracerProvider
+	if tp == nil {
+		tp = noop.NewTracerProvider()
+	}
+	prop := cfg.Propagator
+	if prop == nil {
+		prop = propagation.NewCompositeTextMapPropagator()
+	}
+	p := &public{
+		log:         cfg.Logger,
+		keys:        cfg.Keys,
+		signer:      cfg.Signer,
+		services:    cfg.Services,
+		bodyLimit:   cfg.BodyLimit,
+		uploadLimit: cfg.UploadBodyLimit,
+		drainLimit:  cfg.BodyLimit,
+		tracer:      tp.Tracer("rentalplatform/gateway"),
+		propagator:  prop,
+	}
+	p.copyBufs.New = func() any { b := make([]byte, 16<<10); return &b }
+	app := fiberx.New(fiberx.Config{
+		Service:        "gateway",
+		Logger:         cfg.Logger,
+		BodyLimit:      cfg.BodyLimit,
+		TracerProvider: cfg.TracerProvider,
+		Propagator:     cfg.Propagator,
+		RequestID:      func(*fiber.Ctx) string { return cfg.IDs.New(ids.Request) },
+	})
+	// Bodies are read by the handler, not by the server: the limit depends on the route, and
+	// uploads go to the service as they arrive instead of being held whole in memory. fiberx
+	// does not expose these settings, so they are set on its fasthttp server directly.
+	srv := app.Server()
+	srv.StreamRequestBody = true
+	srv.DisablePreParseMultipartForm = true
+	guardServer(app, cfg.IDs)
+
+	app.Use(p.guardBody)
+	fiberx.Health(app, cfg.Logger, cfg.Checks...)
+	app.Use(p.serve)
+	return app
+}
+
+func (p *public) serve(c *fiber.Ctx) error {
+	// Nothing downstream reads these, since the forwarded request is built from an allow-list;
+	// deleting them anyway keeps a forged identity out of anything that inspects the request.
+	for _, h := range identity.Headers {
+		c.Request().Header.Del(h)
+	}
+	key, err := p.authenticate(c)
+	if err != nil {
+		return err
+	}
+	method, path := c.Method(), c.Path()
+	rt, ok := p.services.match(path)
+	if !ok {
+		return routeMissing(method, path)
+	}
+	switch method {
+	case fiber.MethodGet, fiber.MethodPost, fiber.MethodDelete:
+	default:
+		c.Set(fiber.HeaderAllow, "GET, POST, DELETE")
+		return methodNotAllowed(method, path)
+	}
+	// A compressed body would reach the service undecoded, and inflating it here would undo
+	// the size limit; the API takes plain bodies.
+	if enc := c.Request().Header.Peek(fiber.HeaderContentEncoding); len(enc) > 0 && !bytes.EqualFold(enc, []byte("identity")) {
+		return apierr.New(fiber.StatusUnsupportedMediaType, apierr.InvalidRequest, codeContentEncoding,
+			"Request bodies must not be compressed (Content-Encoding is not supported).")
+	}
+	return p.forward(c, key, rt, method, path)
+}
+
+// authenticate answers every bad credential with the same 401.
+func (p *public) authenticate(c *fiber.Ctx) (domain.Key, error) {
+	err := app.ErrUnauthenticated
+	var k domain.Key
+	if secret, ok := bearer(c.Request().Header.Peek(fiber.HeaderAuthorization)); ok {
+		k, err = p.keys.Authenticate(c.UserContext(), secret)
+	}
+	switch {
+	case err == nil:
+		return k, nil
+	case errors.Is(err, app.ErrUnauthenticated):
+		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="Rental Platform API"`)
+		return domain.Key{}, apierr.Unauthenticated()
+	default:
+		p.log.ErrorContext(c.UserContext(), "api key lookup failed", "error", err.Error(), "request_id", fiberx.RequestID(c))
+		return domain.Key{}, keyStoreUnavailable()
+	}
+}
+
+// bearer returns the token of an "Authorization: Bearer <token>" header. The scheme is
+// case-insensitive (RFC 9110 §11.1).
+func bearer(h []byte) (string, bool) {
+	const scheme = "bearer "
+	if len(h) <= len(scheme) || !bytes.EqualFold(h[:len(scheme)], []byte(scheme)) {
+		return "", false
+	}
+	tok := strings.TrimSpace(string(h[len(scheme):]))
+	return tok, tok != ""
+}
+
+// forward signs the request, sends it to the service and copies the answer back.
+func (p *public) forward(c *fiber.Ctx, key domain.Key, rt route, method, path string) error {
+	out := fasthttp.AcquireRequest()
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(out)
+	defer fasthttp.ReleaseResponse(resp)
+
+	in := &c.Request().Header
+	out.Header.SetMethod(method)
+	rt.service.SetURI(out, path, c.Request().URI().QueryString())
+	if v := in.ContentType(); len(v) > 0 {
+		out.Header.SetContentTypeBytes(v)
+	}
+	if v := in.Peek(fiber.HeaderAccept); len(v) > 0 {
+		out.Header.SetBytesV(fiber.HeaderAccept, v)
+	}
+	if v := in.UserAgent(); len(v) > 0 {
+		out.Header.SetUserAgentBytes(v)
+	}
+	body, err := p.attachBody(c, out, rt.upload && method == fiber.MethodPost)
+	if err != nil {
+		return err
+	}
+
+	ctx, span := p.tracer.Start(c.UserContext(), "forward "+rt.service.Name(),
+		trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.String("rental.upstream", rt.service.Name()), attribute.String("http.request.method", method)))
+	defer span.End()
+	p.propagator.Inject(ctx, headerCarrier{&out.Header})
+	p.signer.Sign(out.Header.Set, identity.Identity{
+		Account:        key.Account(),
+		Livemode:       key.Livemode(),
+		RequestID:      fiberx.RequestID(c),
+		IdempotencyKey: string(in.Peek("Idempotency-Key")),
+	}, method, path)
+
+	if err := rt.service.Do(out, resp); err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, "upstream call failed")
+		// A streamed body that failed on the client's side is the client's error, whatever
+		// the service connection then reported.
+		if body != nil && body.err != nil {
+			return body.clientError(p.uploadLimit)
+		}
+		p.log.WarnContext(ctx, "upstream call failed", "upstream", rt.service.Name(), "error", err.Error(),
+			"request_id", fiberx.RequestID(c), "trace_id", telemetry.TraceID(ctx), "api_key", key.ID(),
+			"method", method, "path", path)
+		return fromUpstream(err)
+	}
+	span.SetAttributes(attribute.Int("http.response.status_code", resp.StatusCode()))
+	copyResponse(c, resp)
+	return nil
+}
+
+// copyResponse gives the client the service's status, body and end-to-end headers. Headers
+// the gateway owns (Request-Id, trace context, Date, Server) or that describe the hop
+// (Connection and friends, Content-Length) are the gateway's own.
+func copyResponse(c *fiber.Ctx, resp *fasthttp.Response) {
+	c.Status(resp.StatusCode())
+	dst := &c.Response().Header
+	resp.Header.VisitAll(func(k, v []byte) {
+		if !hopHeader(k) {
+			dst.AddBytesKV(k, v)
+		}
+	})
+	c.Response().SetBody(resp.Body())
+}
+
+// hopHeader reports whether a response header stays at the gateway. fasthttp hands keys over
+// in canonical form.
+func hopHeader(k []byte) bool {
+	switch string(k) {
+	case "Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization",
+		"Te", "Trailer", "Transfer-Encoding", "Upgrade", "Content-Length",
+		"Date", "Server", fiberx.HeaderRequestID, "Traceparent", "Tracestate", "X-Request-Id":
+		return true
+	}
+	return bytes.HasPrefix(k, []byte("X-Rental-"))
+}
+
+// headerCarrier lets the OpenTelemetry propagator write trace context into a fasthttp request.
+type headerCarrier struct{ h *fasthttp.RequestHeader }
+
+func (c headerCarrier) Get(key string) string { return string(c.h.Peek(key)) }
+func (c headerCarrier) Set(key, value string) { c.h.Set(key, value) }
+func (c headerCarrier) Keys() []string {
+	var keys []string
+	c.h.VisitAll(func(k, _ []byte) { keys = append(keys, string(k)) })
+	return keys
+}

@@ -1,0 +1,85 @@
+package http
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
+
+	"rentalplatform/libs/apierr"
+	"rentalplatform/libs/fiberx"
+	"rentalplatform/libs/ids"
+)
+
+// Codes for requests that never reach Fiber's middleware.
+const (
+	codeRequestMalformed      = "request_malformed"
+	codeRequestHeadersTooBig  = "request_headers_too_large"
+	codeRequestTimeout        = "request_timeout"
+	requestHeaderFieldsTooBig = 431
+)
+
+// guardServer covers what Fiber answers before any middleware runs, so that these answers,
+// too, carry a Request-Id and the error envelope:
+//
+//   - a method Fiber does not know (Fiber would send a plain-text 400 and, with body
+//     streaming on, leave the body on the connection to be parsed as the next request);
+//   - a request fasthttp cannot parse (malformed, headers too large, too slow).
+//
+// Both end the connection: after either, the byte stream cannot be trusted.
+func guardServer(app *fiber.App, gen *ids.Generator) {
+	srv := app.Server()
+	inner := srv.Handler
+	srv.Handler = func(ctx *fasthttp.RequestCtx) {
+		if !knownMethod(ctx.Method()) {
+			writeRaw(ctx, gen, apierr.New(fiber.StatusMethodNotAllowed, apierr.InvalidRequest, apierr.CodeMethodNotAllowed,
+				fmt.Sprintf("Method %q is not allowed.", ctx.Method())))
+			ctx.Response.Header.Set(fiber.HeaderAllow, "GET, POST, DELETE")
+			return
+		}
+		inner(ctx)
+	}
+	srv.ErrorHandler = func(ctx *fasthttp.RequestCtx, err error) {
+		var small *fasthttp.ErrSmallBuffer
+		var ne net.Error
+		switch {
+		case errors.As(err, &small):
+			writeRaw(ctx, gen, apierr.New(requestHeaderFieldsTooBig, apierr.InvalidRequest, codeRequestHeadersTooBig,
+				"The request headers are too large."))
+		case errors.As(err, &ne) && ne.Timeout():
+			writeRaw(ctx, gen, apierr.New(fiber.StatusRequestTimeout, apierr.InvalidRequest, codeRequestTimeout,
+				"The request was not received in time."))
+		case errors.Is(err, fasthttp.ErrBodyTooLarge):
+			writeRaw(ctx, gen, apierr.New(fiber.StatusRequestEntityTooLarge, apierr.InvalidRequest, apierr.CodeBodyTooLarge,
+				"The request body is too large."))
+		default:
+			writeRaw(ctx, gen, apierr.New(fiber.StatusBadRequest, apierr.InvalidRequest, codeRequestMalformed,
+				"The request is not valid HTTP/1.1."))
+		}
+	}
+}
+
+func knownMethod(m []byte) bool {
+	for _, k := range fiber.DefaultMethods {
+		if string(m) == k {
+			return true
+		}
+	}
+	return false
+}
+
+// writeRaw answers with the envelope outside Fiber and closes the connection.
+func writeRaw(ctx *fasthttp.RequestCtx, gen *ids.Generator, e *apierr.Error) {
+	id := gen.New(ids.Request)
+	body, _ := json.Marshal(e.Envelope(id)) // a struct of strings always marshals
+	ctx.Request.ResetBody()
+	ctx.Response.Reset()
+	ctx.SetStatusCode(e.Status)
+	ctx.SetContentType(fiber.MIMEApplicationJSON)
+	ctx.Response.Header.Set(fiberx.HeaderRequestID, id)
+	ctx.SetBody(body)
+	ctx.SetConnectionClose()
+}
