@@ -29,7 +29,8 @@ type body struct {
 	Requests  []item            `json:"requests"`
 	Enabled   *bool             `json:"enabled"`
 	Extra     json.RawMessage   `json:"extra"`
-	internal  string
+	//lint:ignore U1000 present to prove unexported fields are not parameters
+	internal string
 }
 
 func TestDecode(t *testing.T) {

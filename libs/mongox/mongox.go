@@ -72,14 +72,22 @@ func IsDuplicateKey(err error) bool { return mongo.IsDuplicateKeyError(err) }
 // It reads one document more than the page to learn has_more, which is about the direction
 // read: older objects for a forward page, newer ones for an ending_before page.
 func FindPage[T any](ctx context.Context, coll *mongo.Collection, filter bson.D, p listing.Params) ([]T, bool, error) {
+	return FindPageOn[T](ctx, coll, "_id", filter, p)
+}
+
+// FindPageOn is FindPage keyed on another field holding the public, time-ordered id (for
+// documents whose _id is something else, such as a hash). created bounds are compared as Unix
+// seconds; a collection that stores created otherwise puts its own bounds in filter and passes
+// p without them.
+func FindPageOn[T any](ctx context.Context, coll *mongo.Collection, key string, filter bson.D, p listing.Params) ([]T, bool, error) {
 	f := append(bson.D{}, filter...)
 	dir := -1
 	switch {
 	case p.EndingBefore != "":
-		f = append(f, bson.E{Key: "_id", Value: bson.D{{Key: "$gt", Value: p.EndingBefore}}})
+		f = append(f, bson.E{Key: key, Value: bson.D{{Key: "$gt", Value: p.EndingBefore}}})
 		dir = 1
 	case p.StartingAfter != "":
-		f = append(f, bson.E{Key: "_id", Value: bson.D{{Key: "$lt", Value: p.StartingAfter}}})
+		f = append(f, bson.E{Key: key, Value: bson.D{{Key: "$lt", Value: p.StartingAfter}}})
 	}
 	if p.CreatedGTE != nil || p.CreatedLTE != nil {
 		var created bson.D
@@ -91,7 +99,7 @@ func FindPage[T any](ctx context.Context, coll *mongo.Collection, filter bson.D,
 		}
 		f = append(f, bson.E{Key: "created", Value: created})
 	}
-	opts := options.Find().SetSort(bson.D{{Key: "_id", Value: dir}}).SetLimit(int64(p.Limit + 1))
+	opts := options.Find().SetSort(bson.D{{Key: key, Value: dir}}).SetLimit(int64(p.Limit + 1))
 	cur, err := coll.Find(ctx, f, opts)
 	if err != nil {
 		return nil, false, fmt.Errorf("list %s: %w", coll.Name(), err)

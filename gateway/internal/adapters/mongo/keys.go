@@ -202,19 +202,11 @@ func (r *Keys) TouchLastUsed(ctx context.Context, id string, at time.Time) error
 }
 
 // List implements domain.KeyRepository. It pages on the public id, not _id (the secret's
-// hash), which is why it does not use mongox.FindPage: that helper pages on _id.
+// hash). created is stored as a date, so its bounds are put in the filter here.
 func (r *Keys) List(ctx context.Context, account string, p listing.Params) ([]domain.Key, bool, error) {
 	filter := bson.D{}
 	if account != "" {
 		filter = append(filter, bson.E{Key: "account", Value: account})
-	}
-	dir := -1
-	switch {
-	case p.EndingBefore != "":
-		filter = append(filter, bson.E{Key: "id", Value: bson.D{{Key: "$gt", Value: p.EndingBefore}}})
-		dir = 1
-	case p.StartingAfter != "":
-		filter = append(filter, bson.E{Key: "id", Value: bson.D{{Key: "$lt", Value: p.StartingAfter}}})
 	}
 	if p.CreatedGTE != nil || p.CreatedLTE != nil {
 		var created bson.D
@@ -226,19 +218,11 @@ func (r *Keys) List(ctx context.Context, account string, p listing.Params) ([]do
 			created = append(created, bson.E{Key: "$lt", Value: time.Unix(*p.CreatedLTE+1, 0).UTC()})
 		}
 		filter = append(filter, bson.E{Key: "created", Value: created})
+		p.CreatedGTE, p.CreatedLTE = nil, nil
 	}
-	opts := options.Find().SetSort(bson.D{{Key: "id", Value: dir}}).SetLimit(int64(p.Limit + 1))
-	cur, err := r.coll.Find(ctx, filter, opts)
+	docs, more, err := mongox.FindPageOn[keyDoc](ctx, r.coll, "id", filter, p)
 	if err != nil {
 		return nil, false, fmt.Errorf("list keys: %w", err)
-	}
-	var docs []keyDoc
-	if err := cur.All(ctx, &docs); err != nil {
-		return nil, false, fmt.Errorf("list keys: decode: %w", err)
-	}
-	more := len(docs) > p.Limit
-	if more {
-		docs = docs[:p.Limit]
 	}
 	lastUsed, err := r.lastUsed(ctx, docs)
 	if err != nil {
@@ -246,15 +230,11 @@ func (r *Keys) List(ctx context.Context, account string, p listing.Params) ([]do
 	}
 	keys := make([]domain.Key, len(docs))
 	for i, d := range docs {
-		j := i
-		if dir == 1 {
-			j = len(docs) - 1 - i
-		}
 		k, err := d.toDomain(lastUsed[d.ID])
 		if err != nil {
 			return nil, false, err
 		}
-		keys[j] = k
+		keys[i] = k
 	}
 	return keys, more, nil
 }
