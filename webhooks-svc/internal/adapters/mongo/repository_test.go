@@ -3,7 +3,6 @@ package mongo_test
 import (
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -27,7 +26,7 @@ func TestRepositoryContract(t *testing.T) {
 	}
 	// Each case works under its own account, so the cases share one store and run in
 	// parallel without seeing each other's endpoints.
-	runContract(t, func() domain.Repository { return mongo.NewRepository(db) }, os.Getenv("MONGODB_URI") != "")
+	runContract(t, func() domain.Repository { return mongo.NewRepository(db) }, testkit.AtomicConditionalWrites(t, db))
 }
 
 // fixture makes valid endpoints for one account.
@@ -250,8 +249,8 @@ func runContract(t *testing.T, newRepo func() domain.Repository, atomicCondition
 	t.Run("two processes racing both apply", func(t *testing.T) {
 		t.Parallel()
 		if !atomicConditionalWrites {
-			t.Skip("the embedded store (FerretDB v1) evaluates a replace's filter between its read and its write, " +
-				"so conditional replaces from two processes can both succeed; set MONGODB_URI to run this against MongoDB")
+			t.Skip("FerretDB v1 evaluates a replace's filter between its read and its write, " +
+				"so conditional replaces from two processes can both succeed; point MONGODB_URI at a MongoDB to run this")
 		}
 		f := newFixture(t, repo)
 		e := f.create(false, "race")
