@@ -1,0 +1,134 @@
+// Package events is the Event envelope (API spec §2.5) as every service builds it and as
+// webhooks-svc stores, lists and delivers it.
+package events
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"rentalplatform/libs/apiversion"
+	"rentalplatform/libs/ids"
+	"rentalplatform/libs/identity"
+)
+
+// Queue and task type of published events (docs/events.md).
+const (
+	Queue    = "events"
+	TaskType = "event"
+)
+
+// Request names the API request that caused an event; both fields are null for background
+// transitions.
+type Request struct {
+	ID             *string `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
+}
+
+// Data holds the object as the API returned it at the moment of the change, and on updates the
+// changed top-level fields with their previous values.
+type Data struct {
+	Object             json.RawMessage `json:"object"`
+	PreviousAttributes json.RawMessage `json:"previous_attributes,omitempty"`
+}
+
+// Event is the internal form of an event: the rendered envelope plus the owning account.
+// PendingWebhooks is only known to webhooks-svc.
+type Event struct {
+	ID              string  `json:"id"`
+	Object          string  `json:"object"`
+	Type            string  `json:"type"`
+	Account         string  `json:"account"`
+	APIVersion      string  `json:"api_version"`
+	Created         int64   `json:"created"`
+	Livemode        bool    `json:"livemode"`
+	PendingWebhooks int     `json:"pending_webhooks"`
+	Request         Request `json:"request"`
+	Data            Data    `json:"data"`
+}
+
+// Change describes one customer-visible change.
+type Change struct {
+	Type     string
+	Account  string
+	Livemode bool
+	// Object is the API object after the change, as the API renders it.
+	Object any
+	// Previous holds the changed top-level fields with their old values (updates only).
+	Previous map[string]any
+	// Caller is the API request that made the change; nil for background transitions.
+	Caller *identity.Identity
+}
+
+// New builds the event for a change. The object is rendered to JSON now and kept as bytes, so
+// the event shows the object as it was at this moment whatever happens to it later.
+func New(gen *ids.Generator, now time.Time, c Change) (Event, error) {
+	obj, err := json.Marshal(c.Object)
+	if err != nil {
+		return Event{}, fmt.Errorf("event %s: render object: %w", c.Type, err)
+	}
+	e := Event{
+		ID:         gen.New(ids.Event),
+		Object:     "event",
+		Type:       c.Type,
+		Account:    c.Account,
+		APIVersion: apiversion.Current,
+		Created:    now.Unix(),
+		Livemode:   c.Livemode,
+		Data:       Data{Object: obj},
+	}
+	if c.Previous != nil {
+		if e.Data.PreviousAttributes, err = json.Marshal(c.Previous); err != nil {
+			return Event{}, fmt.Errorf("event %s: render previous attributes: %w", c.Type, err)
+		}
+	}
+	if c.Caller != nil {
+		e.Request.ID = nonEmpty(c.Caller.RequestID)
+		e.Request.IdempotencyKey = nonEmpty(c.Caller.IdempotencyKey)
+	}
+	return e, nil
+}
+
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// Public is the envelope as clients see it: without the account.
+type Public struct {
+	ID              string  `json:"id"`
+	Object          string  `json:"object"`
+	Type            string  `json:"type"`
+	APIVersion      string  `json:"api_version"`
+	Created         int64   `json:"created"`
+	Livemode        bool    `json:"livemode"`
+	PendingWebhooks int     `json:"pending_webhooks"`
+	Request         Request `json:"request"`
+	Data            Data    `json:"data"`
+}
+
+// Render returns the event as the API and deliveries show it in the given API version. There is
+// one version so far; when a second one changes an object's shape, the conversion goes here.
+func Render(e Event, version string) Public {
+	return Public{
+		ID: e.ID, Object: "event", Type: e.Type, APIVersion: version, Created: e.Created,
+		Livemode: e.Livemode, PendingWebhooks: e.PendingWebhooks, Request: e.Request, Data: e.Data,
+	}
+}
+
+// Marshal encodes the internal form (the task payload).
+func Marshal(e Event) ([]byte, error) { return json.Marshal(e) }
+
+// Unmarshal decodes a task payload, refusing one that is not an event.
+func Unmarshal(b []byte) (Event, error) {
+	var e Event
+	if err := json.Unmarshal(b, &e); err != nil {
+		return Event{}, fmt.Errorf("decode event: %w", err)
+	}
+	if !ids.Valid(ids.Event, e.ID) || e.Type == "" || e.Account == "" || len(e.Data.Object) == 0 {
+		return Event{}, fmt.Errorf("decode event: not an event (id %q, type %q)", e.ID, e.Type)
+	}
+	return e, nil
+}

@@ -1,0 +1,71 @@
+package events
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"rentalplatform/libs/ids"
+	"rentalplatform/libs/identity"
+)
+
+type obj struct {
+	ID     string `json:"id"`
+	Status string `json:"status"`
+}
+
+func TestNewAndRender(t *testing.T) {
+	gen := ids.NewGenerator(nil)
+	now := time.Unix(1_800_000_000, 0)
+	o := &obj{ID: "we_1", Status: "disabled"}
+	e, err := New(gen, now, Change{
+		Type: "webhook_endpoint.updated", Account: "acct_a", Object: o,
+		Previous: map[string]any{"status": "enabled"},
+		Caller:   &identity.Identity{Account: "acct_a", RequestID: "req_1", IdempotencyKey: "k"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Status = "changed later" // the event keeps the object as it was
+	b, _ := json.Marshal(Render(e, "2026-11-01"))
+	got := string(b)
+	for _, want := range []string{`"object":"event"`, `"type":"webhook_endpoint.updated"`, `"created":1800000000`,
+		`"data":{"object":{"id":"we_1","status":"disabled"},"previous_attributes":{"status":"enabled"}}`,
+		`"request":{"id":"req_1","idempotency_key":"k"}`, `"livemode":false`, `"pending_webhooks":0`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("rendered %s\nmissing %s", got, want)
+		}
+	}
+	if strings.Contains(got, "acct_a") {
+		t.Errorf("rendered event shows the account: %s", got)
+	}
+}
+
+func TestBackgroundEventHasNullRequest(t *testing.T) {
+	e, err := New(ids.NewGenerator(nil), time.Now(), Change{Type: "x.y", Account: "acct_a", Object: obj{ID: "a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(Render(e, "v"))
+	if !strings.Contains(string(b), `"request":{"id":null,"idempotency_key":null}`) || strings.Contains(string(b), "previous_attributes") {
+		t.Fatalf("got %s", b)
+	}
+}
+
+func TestPayloadRoundTrip(t *testing.T) {
+	e, _ := New(ids.NewGenerator(nil), time.Now(), Change{Type: "x.y", Account: "acct_a", Livemode: true, Object: obj{ID: "a"}})
+	b, err := Marshal(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Unmarshal(b)
+	if err != nil || got.ID != e.ID || got.Account != "acct_a" || !got.Livemode || string(got.Data.Object) != `{"id":"a","status":""}` {
+		t.Fatalf("round trip: %+v %v", got, err)
+	}
+	for _, bad := range []string{`{`, `{}`, `{"id":"evt_x","type":"a.b","account":"acct_a","data":{"object":{}}}`} {
+		if _, err := Unmarshal([]byte(bad)); err == nil {
+			t.Errorf("Unmarshal(%s) accepted", bad)
+		}
+	}
+}
