@@ -1,22 +1,70 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"time"
 
+	"rentalplatform/libs/asynqx"
 	"rentalplatform/libs/config"
+
+	"rentalplatform/webhooks-svc/internal/domain"
 )
 
 const serviceName = "webhooks-svc"
 
-// Config is everything webhooks-svc reads from the environment (docs/architecture.md).
+// Config is everything webhooks-svc reads from the environment (docs/architecture.md and
+// docs/events.md).
 type Config struct {
 	config.Base
+	RedisURL            string
+	RetrySchedule       domain.Schedule
+	Timeout             time.Duration
+	AutoDisableAfter    time.Duration
+	AllowPrivate        bool
+	TLSInsecure         bool
+	EventsRetention     time.Duration
+	Concurrency         int
+	OutboxRelayInterval time.Duration
 }
 
 func loadConfig(getenv config.Getenv) (Config, error) {
-	base, err := config.LoadBase(getenv, config.Defaults{HTTPAddr: "127.0.0.1:8094", MongoDatabase: "webhooks"})
-	if err != nil {
+	base, baseErr := config.LoadBase(getenv, config.Defaults{HTTPAddr: "127.0.0.1:8094", MongoDatabase: "webhooks"})
+	r := config.NewReader(getenv)
+	cfg := Config{
+		Base:                base,
+		RedisURL:            r.String("REDIS_URL", "redis://127.0.0.1:6379/0"),
+		Timeout:             r.Duration("WEBHOOKS_TIMEOUT", 15*time.Second),
+		AutoDisableAfter:    r.Duration("WEBHOOKS_AUTO_DISABLE_AFTER", 120*time.Hour),
+		AllowPrivate:        r.Bool("WEBHOOKS_ALLOW_PRIVATE", false),
+		TLSInsecure:         r.Bool("WEBHOOKS_TLS_INSECURE", false),
+		EventsRetention:     r.Duration("EVENTS_RETENTION", 720*time.Hour),
+		Concurrency:         r.Int("WEBHOOKS_CONCURRENCY", 50, 1, 10000),
+		OutboxRelayInterval: r.Duration("OUTBOX_RELAY_INTERVAL", time.Second),
+	}
+	errs := []error{baseErr, r.Err()}
+	var err error
+	if cfg.RetrySchedule, err = domain.ParseSchedule(r.String("WEBHOOKS_RETRY_SCHEDULE", domain.DefaultSchedule)); err != nil {
+		errs = append(errs, fmt.Errorf("WEBHOOKS_RETRY_SCHEDULE: %w", err))
+	}
+	if _, err := asynqx.RedisOpt(cfg.RedisURL); err != nil {
+		errs = append(errs, err)
+	}
+	for _, p := range []struct {
+		name string
+		d    time.Duration
+	}{
+		{"WEBHOOKS_TIMEOUT", cfg.Timeout},
+		{"WEBHOOKS_AUTO_DISABLE_AFTER", cfg.AutoDisableAfter},
+		{"EVENTS_RETENTION", cfg.EventsRetention},
+		{"OUTBOX_RELAY_INTERVAL", cfg.OutboxRelayInterval},
+	} {
+		if p.d <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be longer than 0", p.name))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)
 	}
-	return Config{Base: base}, nil
+	return cfg, nil
 }

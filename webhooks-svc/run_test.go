@@ -19,31 +19,50 @@ import (
 )
 
 // Component tests: the whole service through run(), on a free port, against the embedded
-// store, with requests signed the way the gateway signs them.
+// store and Redis, with requests signed the way the gateway signs them. Endpoints that are not
+// meant to receive anything use the reserved .invalid domain, so no delivery leaves the
+// machine.
 
 const testSecret = "component-test-internal-auth-secret-0123456789"
 
 type instance struct {
 	proc   *servicetest.Process
+	env    map[string]string
 	url    string
 	signer *identity.Signer
 	ids    *ids.Generator
 }
 
-func start(t *testing.T) *instance {
+// start runs the service on its own store and Redis, with a retry schedule short enough for
+// tests and the private-address guard lifted so it can deliver to receivers on 127.0.0.1; env
+// adds or overrides variables ("" removes one).
+func start(t *testing.T, env ...string) *instance {
 	t.Helper()
 	m := testkit.Mongo(t)
-	p := servicetest.Start(t, run, map[string]string{
-		"HTTP_ADDR":            "127.0.0.1:0",
-		"MONGODB_URI":          m.URI,
-		"MONGODB_DATABASE":     m.Database,
-		"INTERNAL_AUTH_SECRET": testSecret,
-	}, "http")
+	vars := map[string]string{
+		"HTTP_ADDR":               "127.0.0.1:0",
+		"MONGODB_URI":             m.URI,
+		"MONGODB_DATABASE":        m.Database,
+		"INTERNAL_AUTH_SECRET":    testSecret,
+		"REDIS_URL":               testkit.Redis(t),
+		"WEBHOOKS_RETRY_SCHEDULE": "100ms,200ms,300ms",
+		"WEBHOOKS_ALLOW_PRIVATE":  "true",
+		"WEBHOOKS_TLS_INSECURE":   "true",
+		"OUTBOX_RELAY_INTERVAL":   "100ms",
+	}
+	for i := 0; i+1 < len(env); i += 2 {
+		if env[i+1] == "" {
+			delete(vars, env[i])
+		} else {
+			vars[env[i]] = env[i+1]
+		}
+	}
+	p := servicetest.Start(t, run, vars, "http")
 	signer, err := identity.NewSigner([]byte(testSecret), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &instance{proc: p, url: p.URL("http"), signer: signer, ids: ids.NewGenerator(nil)}
+	return &instance{proc: p, env: vars, url: p.URL("http"), signer: signer, ids: ids.NewGenerator(nil)}
 }
 
 // client calls the service as one account in one mode, as the gateway would.
@@ -138,7 +157,7 @@ func (r response) wantError(t *testing.T, status int, typ, code, param string) {
 	}
 }
 
-const validBody = `{"url":"https://example.com/hooks","enabled_events":["payment_request.succeeded"]}`
+const validBody = `{"url":"https://example.invalid/hooks","enabled_events":["payment_request.succeeded"]}`
 
 func (c *client) create(body string) response {
 	c.t.Helper()
@@ -150,7 +169,7 @@ func TestCRUD(t *testing.T) {
 	c := start(t).client(t)
 	before := time.Now().Unix()
 
-	created := c.create(`{"url":"https://example.com/hooks","enabled_events":["payment_request.succeeded","*","payment_request.succeeded"]}`)
+	created := c.create(`{"url":"https://example.invalid/hooks","enabled_events":["payment_request.succeeded","*","payment_request.succeeded"]}`)
 	id := created.str("id")
 	if !ids.Valid(ids.WebhookEndpoint, id) {
 		t.Fatalf("id %q", id)
@@ -165,7 +184,7 @@ func TestCRUD(t *testing.T) {
 		t.Fatalf("created %v not within the request", created.body["created"])
 	}
 	want := map[string]any{
-		"id": id, "object": "webhook_endpoint", "url": "https://example.com/hooks",
+		"id": id, "object": "webhook_endpoint", "url": "https://example.invalid/hooks",
 		"enabled_events": []any{"payment_request.succeeded", "*"}, "status": "enabled", "secret": secret,
 		"api_version": apiversion.Current, "description": nil, "metadata": map[string]any{},
 		"created": ts, "livemode": false,
@@ -177,9 +196,9 @@ func TestCRUD(t *testing.T) {
 	got := c.do("GET", "/v1/webhook_endpoints/"+id, "").wantOK(t)
 	assertBody(t, got, want)
 
-	updated := c.do("POST", "/v1/webhook_endpoints/"+id, `{"url":"https://example.org/v2","enabled_events":["payment_request.failed"],
+	updated := c.do("POST", "/v1/webhook_endpoints/"+id, `{"url":"https://example.invalid/v2","enabled_events":["payment_request.failed"],
 		"status":"disabled","description":"billing","metadata":{"team":"billing","env":"staging"}}`).wantOK(t)
-	want["url"], want["enabled_events"], want["status"] = "https://example.org/v2", []any{"payment_request.failed"}, "disabled"
+	want["url"], want["enabled_events"], want["status"] = "https://example.invalid/v2", []any{"payment_request.failed"}, "disabled"
 	want["description"], want["metadata"] = "billing", map[string]any{"team": "billing", "env": "staging"}
 	assertBody(t, updated, want)
 
@@ -202,7 +221,7 @@ func TestCRUD(t *testing.T) {
 func TestCreateOptionalFields(t *testing.T) {
 	t.Parallel()
 	c := start(t).client(t)
-	r := c.create(`{"url":"https://example.com/h","enabled_events":["*"],"description":"main","api_version":"` +
+	r := c.create(`{"url":"https://example.invalid/h","enabled_events":["*"],"description":"main","api_version":"` +
 		apiversion.Current + `","metadata":{"a":"1","b":"","dotted.key":"2","$dollar":"3","nul\u0000":"4"}}`)
 	if r.str("description") != "main" || r.str("api_version") != apiversion.Current {
 		t.Fatalf("%s", r.raw)
@@ -368,24 +387,24 @@ func TestBadRequests(t *testing.T) {
 		return "{" + strings.Join(kv, ",") + "}"
 	}
 	with := func(field string) string {
-		return `{"url":"https://example.com/h","enabled_events":["*"],` + field + `}`
+		return `{"url":"https://example.invalid/h","enabled_events":["*"],` + field + `}`
 	}
 	for _, tc := range []struct {
 		name, body, code, param string
 	}{
 		{"url missing", `{"enabled_events":["*"]}`, "parameter_missing", "url"},
 		{"url empty", `{"url":"","enabled_events":["*"]}`, "parameter_missing", "url"},
-		{"url http", `{"url":"http://example.com/h","enabled_events":["*"]}`, "url_not_https", "url"},
+		{"url http", `{"url":"http://example.invalid/h","enabled_events":["*"]}`, "url_not_https", "url"},
 		{"url no host", `{"url":"https://","enabled_events":["*"]}`, "parameter_invalid", "url"},
 		{"url unparseable", `{"url":"https://exa mple.com","enabled_events":["*"]}`, "parameter_invalid", "url"},
-		{"url too long", `{"url":"https://example.com/` + long(2048) + `","enabled_events":["*"]}`, "parameter_invalid", "url"},
+		{"url too long", `{"url":"https://example.invalid/` + long(2048) + `","enabled_events":["*"]}`, "parameter_invalid", "url"},
 		{"url not a string", `{"url":42,"enabled_events":["*"]}`, "parameter_invalid", "url"},
-		{"events missing", `{"url":"https://example.com/h"}`, "parameter_missing", "enabled_events"},
-		{"events null", `{"url":"https://example.com/h","enabled_events":null}`, "parameter_missing", "enabled_events"},
-		{"events empty", `{"url":"https://example.com/h","enabled_events":[]}`, "parameter_invalid", "enabled_events"},
-		{"events not an array", `{"url":"https://example.com/h","enabled_events":"*"}`, "parameter_invalid", "enabled_events"},
-		{"event unknown", `{"url":"https://example.com/h","enabled_events":["*","charge.exploded"]}`, "parameter_invalid", "enabled_events[1]"},
-		{"event not a string", `{"url":"https://example.com/h","enabled_events":["*",7]}`, "parameter_invalid", "enabled_events[1]"},
+		{"events missing", `{"url":"https://example.invalid/h"}`, "parameter_missing", "enabled_events"},
+		{"events null", `{"url":"https://example.invalid/h","enabled_events":null}`, "parameter_missing", "enabled_events"},
+		{"events empty", `{"url":"https://example.invalid/h","enabled_events":[]}`, "parameter_invalid", "enabled_events"},
+		{"events not an array", `{"url":"https://example.invalid/h","enabled_events":"*"}`, "parameter_invalid", "enabled_events"},
+		{"event unknown", `{"url":"https://example.invalid/h","enabled_events":["*","charge.exploded"]}`, "parameter_invalid", "enabled_events[1]"},
+		{"event not a string", `{"url":"https://example.invalid/h","enabled_events":["*",7]}`, "parameter_invalid", "enabled_events[1]"},
 		{"description too long", with(`"description":"` + long(5001) + `"`), "parameter_invalid", "description"},
 		{"api_version bad form", with(`"api_version":"2026-1-1"`), "parameter_invalid", "api_version"},
 		{"api_version unsupported", with(`"api_version":"2020-01-01"`), "parameter_invalid", "api_version"},
@@ -407,12 +426,12 @@ func TestBadRequests(t *testing.T) {
 		t.Fatalf("a refused create stored something: %s", r.raw)
 	}
 
-	created := c.create(`{"url":"https://example.com/h","enabled_events":["*"],"metadata":{"a":"1"}}`)
+	created := c.create(`{"url":"https://example.invalid/h","enabled_events":["*"],"metadata":{"a":"1"}}`)
 	id := created.str("id")
 	for _, tc := range []struct {
 		name, body, code, param string
 	}{
-		{"url http", `{"url":"http://example.com"}`, "url_not_https", "url"},
+		{"url http", `{"url":"http://example.invalid"}`, "url_not_https", "url"},
 		{"events empty", `{"enabled_events":[]}`, "parameter_invalid", "enabled_events"},
 		{"event unknown", `{"enabled_events":["nope"]}`, "parameter_invalid", "enabled_events[0]"},
 		{"status unknown", `{"status":"paused"}`, "parameter_invalid", "status"},
@@ -440,12 +459,12 @@ func TestContentTypeAndJSON(t *testing.T) {
 	c := start(t).client(t)
 	c.send("POST", "/v1/webhook_endpoints", validBody, "text/plain", true).
 		wantError(t, 415, "invalid_request_error", "unsupported_media_type", "")
-	c.send("POST", "/v1/webhook_endpoints", "url=https://example.com", "application/x-www-form-urlencoded", true).
+	c.send("POST", "/v1/webhook_endpoints", "url=https://example.invalid", "application/x-www-form-urlencoded", true).
 		wantError(t, 415, "invalid_request_error", "unsupported_media_type", "")
 	c.send("POST", "/v1/webhook_endpoints", validBody, "application/json; charset=utf-8", true).wantOK(t)
-	c.do("POST", "/v1/webhook_endpoints", `{"url": "https://example.com/h", "enabled_events": ["*"]`).
+	c.do("POST", "/v1/webhook_endpoints", `{"url": "https://example.invalid/h", "enabled_events": ["*"]`).
 		wantError(t, 400, "invalid_request_error", "body_invalid_json", "")
-	r := c.do("POST", "/v1/webhook_endpoints", `{"url":"https://example.com/h","enabled_events":["*"],"foo":1,"bar":2}`)
+	r := c.do("POST", "/v1/webhook_endpoints", `{"url":"https://example.invalid/h","enabled_events":["*"],"foo":1,"bar":2}`)
 	r.wantError(t, 400, "invalid_request_error", "parameter_unknown", "bar")
 	if msg := r.body["error"].(map[string]any)["message"].(string); !strings.Contains(msg, "bar") || !strings.Contains(msg, "foo") {
 		t.Fatalf("message %q should name both unknown parameters", msg)
@@ -501,10 +520,45 @@ func assertBody(t *testing.T, r response, want map[string]any) {
 
 func TestRunRefusesBadConfig(t *testing.T) {
 	t.Parallel()
-	env := map[string]string{"INTERNAL_AUTH_SECRET": "short", "LOG_LEVEL": "loud"}
+	env := map[string]string{
+		"INTERNAL_AUTH_SECRET":        "short",
+		"LOG_LEVEL":                   "loud",
+		"REDIS_URL":                   "http://nowhere",
+		"WEBHOOKS_RETRY_SCHEDULE":     "5s,soon",
+		"WEBHOOKS_TIMEOUT":            "0s",
+		"WEBHOOKS_AUTO_DISABLE_AFTER": "forever",
+		"WEBHOOKS_ALLOW_PRIVATE":      "maybe",
+		"WEBHOOKS_TLS_INSECURE":       "yes please",
+		"EVENTS_RETENTION":            "-1h",
+		"WEBHOOKS_CONCURRENCY":        "0",
+		"OUTBOX_RELAY_INTERVAL":       "0",
+	}
 	err := run(t.Context(), func(k string) string { return env[k] }, io.Discard)
-	if err == nil || !strings.Contains(err.Error(), "INTERNAL_AUTH_SECRET") || !strings.Contains(err.Error(), "LOG_LEVEL") {
-		t.Fatalf("run = %v; want an error naming every bad variable", err)
+	if err == nil {
+		t.Fatal("run accepted a bad configuration")
+	}
+	for name := range env {
+		if !strings.Contains(err.Error(), name) {
+			t.Errorf("the error does not name %s:\n%v", name, err)
+		}
+	}
+}
+
+func TestConfigDefaults(t *testing.T) {
+	t.Parallel()
+	cfg, err := loadConfig(func(k string) string {
+		if k == "INTERNAL_AUTH_SECRET" {
+			return testSecret
+		}
+		return ""
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.RedisURL != "redis://127.0.0.1:6379/0" || len(cfg.RetrySchedule) != 9 || cfg.RetrySchedule[8] != 24*time.Hour ||
+		cfg.Timeout != 15*time.Second || cfg.AutoDisableAfter != 120*time.Hour || cfg.AllowPrivate || cfg.TLSInsecure ||
+		cfg.EventsRetention != 720*time.Hour || cfg.Concurrency != 50 || cfg.OutboxRelayInterval != time.Second {
+		t.Fatalf("defaults %+v", cfg)
 	}
 }
 
@@ -518,6 +572,8 @@ func BenchmarkGetEndpoint(b *testing.B) {
 		"MONGODB_URI":          m.URI,
 		"MONGODB_DATABASE":     m.Database,
 		"INTERNAL_AUTH_SECRET": testSecret,
+		"REDIS_URL":            testkit.Redis(b),
+		"LOG_LEVEL":            "warn",
 	}, "http")
 	signer, _ := identity.NewSigner([]byte(testSecret), nil)
 	id := identity.Identity{Account: "acct_bench", RequestID: "req_bench"}

@@ -23,6 +23,9 @@ var passThrough = []string{
 	"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_INSECURE",
 }
 
+// devOnly are the safety settings the local stack relaxes by default.
+var devOnly = []string{"WEBHOOKS_ALLOW_PRIVATE", "WEBHOOKS_TLS_INSECURE"}
+
 func run(ctx context.Context, getenv func(string) string, stdout io.Writer) error {
 	r := config.NewReader(getenv)
 	root, err := repoRoot(r.String("REPO_ROOT", ""))
@@ -57,6 +60,12 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		if v := getenv(k); v != "" {
 			opts.Env[k] = v
 		}
+	}
+	// On one machine, webhook receivers are usually on localhost with self-signed certificates,
+	// so the local stack lifts the private-address guard and certificate checks (both off by
+	// default in every deployment) unless told otherwise; the banner says so.
+	for _, k := range devOnly {
+		opts.Env[k] = r.String(k, "true")
 	}
 
 	fmt.Fprintf(stdout, "Building and starting the Rental Platform (data in %s)...\n", dataDir)
@@ -99,6 +108,14 @@ func printBanner(w io.Writer, st *stack.Stack, opts stack.Options) {
 		b.WriteString("  Use real servers instead: MONGODB_URI=mongodb://host:27017 REDIS_URL=redis://host:6379/0 make run\n")
 	} else {
 		b.WriteString("\n  Using MONGODB_URI and REDIS_URL as given; nothing embedded.\n")
+	}
+	b.WriteString("\n  Webhook deliveries on this machine:\n")
+	for _, k := range devOnly {
+		fmt.Fprintf(&b, "    %s=%s", k, opts.Env[k])
+		if opts.Env[k] == "true" {
+			b.WriteString("   (relaxed for local receivers; off in any real deployment)")
+		}
+		b.WriteString("\n")
 	}
 	b.WriteString("\n  Ctrl-C stops everything. Logs of every program follow, prefixed with its name.\n")
 	b.WriteString("=============================================================\n")

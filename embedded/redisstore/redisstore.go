@@ -49,3 +49,7 @@ func (s *Store) URL() string { return "redis://" + s.m.Addr() + "/0" }
 
 // Close stops the server and closes all client connections. Data is lost.
 func (s *Store) Close() { s.m.Close() }
+
+// Commands returns how many commands the server has executed, for measuring what a workload
+// costs Redis.
+func (s *Store) Commands() int { return s.m.CommandCount() }

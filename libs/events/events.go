@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"rentalplatform/libs/apiversion"
-	"rentalplatform/libs/ids"
 	"rentalplatform/libs/identity"
+	"rentalplatform/libs/ids"
 )
 
 // Queue and task type of published events (docs/events.md).

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"rentalplatform/libs/ids"
 	"rentalplatform/libs/identity"
+	"rentalplatform/libs/ids"
 )
 
 type obj struct {

@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -59,7 +60,10 @@ type Options struct {
 	AdminToken string            // empty: a random one for this run
 	DevAPIKey  string            // empty: the one kept in DataDir, or a new one
 	Env        map[string]string // passed to every program (PATH, LOG_LEVEL, OTEL_*, ...)
-	Output     io.Writer         // the programs' logs, each line prefixed with its name
+	// ProgramEnv adds variables to one program, by name ("webhooks-svc", "gateway", …), on
+	// top of Env and of what the stack sets itself (which it may override, HTTP_ADDR too).
+	ProgramEnv map[string]map[string]string
+	Output     io.Writer // the programs' logs, each line prefixed with its name
 }
 
 // Stack is a running platform.
@@ -77,12 +81,15 @@ type Stack struct {
 	// Embedded names the parts started in-process ("MongoDB (FerretDB …)", "Redis (miniredis)").
 	Embedded []string
 
-	mongo   *mongostore.Store
-	redis   *redisstore.Store
-	procs   []*proc
-	died    chan error
-	stopped chan struct{}
-	stop    sync.Once
+	mongo    *mongostore.Store
+	redis    *redisstore.Store
+	out      io.Writer
+	mu       sync.Mutex // guards procs and the start of a program against Stop
+	procs    []*proc    // the latest process of each program, in start order
+	programs map[string]*program
+	died     chan error
+	stopped  chan struct{}
+	stop     sync.Once
 }
 
 type proc struct {
@@ -90,6 +97,19 @@ type proc struct {
 	cmd  *exec.Cmd
 	done chan struct{}
 	err  error
+	// killed marks an exit the stack caused on purpose (Kill), not reported through Died.
+	killed atomic.Bool
+}
+
+// program is how to start one program again (Restart): its binary, its environment with the
+// addresses it bound on its first start, the listeners to wait for and its readiness URL.
+type program struct {
+	name     string
+	path     string
+	env      map[string]string
+	addrVars map[string]string // listener name -> the variable holding its address
+	want     []string          // listener names, in the order spawn waits for them
+	readyURL string
 }
 
 // Start builds the programs, starts everything and waits until all of it is ready. On error
@@ -107,6 +127,8 @@ func Start(ctx context.Context, opts Options) (st *Stack, err error) {
 		InternalAuthSecret: randomHex(32),
 		ServiceURLs:        map[string]string{},
 		DatabasePrefix:     opts.DatabasePrefix,
+		out:                opts.Output,
+		programs:           map[string]*program{},
 		died:               make(chan error, len(services)+1),
 		stopped:            make(chan struct{}),
 	}
@@ -163,19 +185,31 @@ func Start(ctx context.Context, opts Options) (st *Stack, err error) {
 			addr = "127.0.0.1:0"
 		}
 		env := map[string]string{"HTTP_ADDR": addr, "MONGODB_DATABASE": opts.DatabasePrefix + svc.Database}
-		addrs, err := s.spawn(ctx, filepath.Join(bin, svc.Name), svc.Name, merge(common, env), opts.Output, "http")
+		prog := &program{
+			name: svc.Name, path: filepath.Join(bin, svc.Name),
+			env:      merge(merge(common, env), opts.ProgramEnv[svc.Name]),
+			addrVars: map[string]string{"http": "HTTP_ADDR"}, want: []string{"http"},
+		}
+		addrs, err := s.startProgram(ctx, prog)
 		if err != nil {
 			return nil, err
 		}
 		s.ServiceURLs[svc.Name] = "http://" + addrs["http"]
+		prog.readyURL = s.ServiceURLs[svc.Name] + "/readyz"
 		gatewayEnv[gatewayUpstreamVar[svc.Name]] = s.ServiceURLs[svc.Name]
 	}
-	addrs, err := s.spawn(ctx, filepath.Join(bin, "gateway"), "gateway", merge(common, gatewayEnv), opts.Output, "public", "admin")
+	gw := &program{
+		name: "gateway", path: filepath.Join(bin, "gateway"),
+		env:      merge(merge(common, gatewayEnv), opts.ProgramEnv["gateway"]),
+		addrVars: map[string]string{"public": "GATEWAY_ADDR", "admin": "ADMIN_ADDR"}, want: []string{"public", "admin"},
+	}
+	addrs, err := s.startProgram(ctx, gw)
 	if err != nil {
 		return nil, err
 	}
 	s.GatewayURL = "http://" + addrs["public"]
 	s.AdminURL = "http://" + addrs["admin"]
+	gw.readyURL = s.GatewayURL + "/readyz"
 
 	for name, u := range s.ServiceURLs {
 		if err := waitReady(ctx, name, u+"/readyz"); err != nil {
@@ -208,8 +242,24 @@ func build(ctx context.Context, root, bin string, out io.Writer) error {
 	return nil
 }
 
+// startProgram starts a program for the first time and keeps what Restart needs: its
+// environment with the addresses it actually bound (a free port when Ephemeral), so that a
+// restarted program listens where the gateway already points.
+func (s *Stack) startProgram(ctx context.Context, prog *program) (map[string]string, error) {
+	addrs, err := s.spawn(ctx, prog.path, prog.name, prog.env, s.out, prog.want...)
+	if err != nil {
+		return nil, err
+	}
+	for listener, v := range prog.addrVars {
+		prog.env[v] = addrs[listener]
+	}
+	s.programs[prog.name] = prog
+	return addrs, nil
+}
+
 // spawn starts a program and waits for the "listening" log lines of the listeners named in
-// want, returning their addresses. Every output line goes to out prefixed with the name.
+// want, returning their addresses. Every output line goes to out prefixed with the name. The
+// new process replaces any earlier one of the same name in s.procs (Restart).
 func (s *Stack) spawn(ctx context.Context, path, name string, env map[string]string, out io.Writer, want ...string) (map[string]string, error) {
 	cmd := exec.Command(path)
 	cmd.Env = environ(env)
@@ -221,11 +271,31 @@ func (s *Stack) spawn(ctx context.Context, path, name string, env map[string]str
 		return nil, err
 	}
 	cmd.Stderr = &prefixWriter{prefix: "[" + name + "] ", w: out}
+	p := &proc{name: name, cmd: cmd, done: make(chan struct{})}
+	// Started under the lock so that Stop, which takes its list of processes under the same
+	// lock, either sees this one or has already made starting impossible.
+	s.mu.Lock()
+	select {
+	case <-s.stopped:
+		s.mu.Unlock()
+		return nil, fmt.Errorf("start %s: the stack is stopping", name)
+	default:
+	}
 	if err := cmd.Start(); err != nil {
+		s.mu.Unlock()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &proc{name: name, cmd: cmd, done: make(chan struct{})}
-	s.procs = append(s.procs, p)
+	replaced := false
+	for i, old := range s.procs {
+		if old.name == name {
+			s.procs[i] = p
+			replaced = true
+		}
+	}
+	if !replaced {
+		s.procs = append(s.procs, p)
+	}
+	s.mu.Unlock()
 
 	found := make(chan map[string]string, 1)
 	go func() {
@@ -252,10 +322,16 @@ func (s *Stack) spawn(ctx context.Context, path, name string, env map[string]str
 	go func() {
 		p.err = cmd.Wait()
 		close(p.done)
+		if p.killed.Load() {
+			return // Kill: on purpose
+		}
 		select {
 		case <-s.stopped:
 		default:
-			s.died <- fmt.Errorf("%s exited unexpectedly: %v", name, p.err)
+			select {
+			case s.died <- fmt.Errorf("%s exited unexpectedly: %v", name, p.err):
+			default: // the channel is full of earlier deaths nobody read; do not leak
+			}
 		}
 	}()
 
@@ -380,9 +456,12 @@ func (s *Stack) Died() <-chan error { return s.died }
 func (s *Stack) Stop() error {
 	var errs []error
 	s.stop.Do(func() {
+		s.mu.Lock()
 		close(s.stopped)
-		for i := len(s.procs) - 1; i >= 0; i-- {
-			p := s.procs[i]
+		procs := append([]*proc(nil), s.procs...)
+		s.mu.Unlock()
+		for i := len(procs) - 1; i >= 0; i-- {
+			p := procs[i]
 			_ = p.cmd.Process.Signal(syscall.SIGTERM)
 			select {
 			case <-p.done:
@@ -404,14 +483,71 @@ func (s *Stack) Stop() error {
 	return errors.Join(errs...)
 }
 
-// Kill stops one program with SIGKILL, as a crash would (fault tests).
+// Kill stops one program with SIGKILL, as a crash would (fault tests). The exit is not
+// reported through Died; Restart starts the program again.
 func (s *Stack) Kill(name string) error {
-	for _, p := range s.procs {
-		if p.name == name {
-			return p.cmd.Process.Kill()
+	p := s.proc(name)
+	if p == nil {
+		return fmt.Errorf("no program %s", name)
+	}
+	p.killed.Store(true)
+	if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return err
+	}
+	return nil
+}
+
+// Restart starts a program again after Kill, with the environment and listen addresses of its
+// first start (so the gateway's upstream URL stays valid), and waits until it is ready.
+func (s *Stack) Restart(ctx context.Context, name string) error {
+	return s.RestartEnv(ctx, name, nil)
+}
+
+// RestartEnv is Restart with some variables changed for this start only (an empty value
+// removes one); a later Restart goes back to the program's own environment. Fault tests use it
+// to start a program with a guard lifted or set, say.
+func (s *Stack) RestartEnv(ctx context.Context, name string, env map[string]string) error {
+	prog := s.programs[name]
+	p := s.proc(name)
+	if prog == nil || p == nil {
+		return fmt.Errorf("no program %s", name)
+	}
+	select {
+	case <-p.done:
+	default:
+		if !p.killed.Load() {
+			return fmt.Errorf("restart %s: it is running; Kill it first", name)
+		}
+		select {
+		case <-p.done:
+		case <-time.After(15 * time.Second):
+			return fmt.Errorf("restart %s: the killed process has not exited after 15s", name)
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
-	return fmt.Errorf("no program %s", name)
+	addrs, err := s.spawn(ctx, prog.path, prog.name, merge(prog.env, env), s.out, prog.want...)
+	if err != nil {
+		return err
+	}
+	for listener, v := range prog.addrVars {
+		if addrs[listener] != prog.env[v] && env[v] == "" {
+			return fmt.Errorf("restart %s: %s listens on %s, not on %s as before", name, listener, addrs[listener], prog.env[v])
+		}
+	}
+	return waitReady(ctx, name, prog.readyURL)
+}
+
+// proc returns the latest process of a program, or nil.
+func (s *Stack) proc(name string) *proc {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range s.procs {
+		if p.name == name {
+			return p
+		}
+	}
+	return nil
 }
 
 func merge(a, b map[string]string) map[string]string {

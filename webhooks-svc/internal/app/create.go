@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 
+	"rentalplatform/libs/eventtype"
 	"rentalplatform/libs/ids"
 
 	"rentalplatform/webhooks-svc/internal/domain"
@@ -17,14 +18,15 @@ type CreateEndpoint struct {
 	Metadata      map[string]string
 }
 
-// Create validates the input and stores a new, enabled endpoint with a fresh signing secret.
+// Create validates the input and stores a new, enabled endpoint with a fresh signing secret,
+// and the webhook_endpoint.created event with it.
 func (s *Service) Create(ctx context.Context, caller Caller, in CreateEndpoint) (*domain.Endpoint, error) {
 	e, err := domain.New(domain.NewParams{
-		ID:            s.ids.New(ids.WebhookEndpoint),
+		ID:            s.IDs.New(ids.WebhookEndpoint),
 		Account:       caller.Account,
 		Livemode:      caller.Livemode,
 		Secret:        s.secret(),
-		Created:       s.clock.Now(),
+		Created:       s.Clock.Now(),
 		URL:           in.URL,
 		EnabledEvents: in.EnabledEvents,
 		Description:   in.Description,
@@ -34,8 +36,15 @@ func (s *Service) Create(ctx context.Context, caller Caller, in CreateEndpoint) 
 	if err != nil {
 		return nil, err
 	}
-	if err := s.repo.Create(ctx, e); err != nil {
+	if err := s.checkURL(e.URL()); err != nil {
 		return nil, err
 	}
+	if err := s.emit(e, eventtype.WebhookEndpointCreated, &caller, nil); err != nil {
+		return nil, err
+	}
+	if err := s.Endpoints.Create(ctx, e); err != nil {
+		return nil, err
+	}
+	s.publish(ctx, e)
 	return e, nil
 }

@@ -3,13 +3,35 @@ package app
 import (
 	"context"
 
+	"rentalplatform/libs/eventtype"
+
 	"rentalplatform/webhooks-svc/internal/domain"
 )
 
-// Delete removes the caller's endpoint for good; its id is not reused.
+// Delete deletes the caller's endpoint; its id is not reused. The endpoint is marked deleted
+// with the webhook_endpoint.deleted event in one write, and removed for good once the event is
+// published. Its pending deliveries fail: there is nowhere left to deliver them.
 func (s *Service) Delete(ctx context.Context, caller Caller, id string) error {
 	if !validID(id) {
 		return domain.ErrNotFound
 	}
-	return s.repo.Delete(ctx, id, caller.Account, caller.Livemode)
+	e, err := s.Endpoints.Update(ctx, id, caller.Account, caller.Livemode, func(e *domain.Endpoint) error {
+		e.Delete()
+		return s.emit(e, eventtype.WebhookEndpointDeleted, &caller, nil)
+	})
+	if err != nil {
+		return err
+	}
+	s.publish(ctx, e)
+	pending, err := s.Deliveries.Pending(ctx, id)
+	if err != nil {
+		s.Log.WarnContext(ctx, "failing the pending deliveries of a deleted endpoint", "endpoint", id, "error", err.Error())
+		return nil
+	}
+	for _, d := range pending {
+		if err := s.abandon(ctx, d.ID()); err != nil {
+			s.Log.WarnContext(ctx, "failing a pending delivery of a deleted endpoint", "delivery", d.ID(), "error", err.Error())
+		}
+	}
+	return nil
 }

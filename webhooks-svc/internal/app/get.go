@@ -11,5 +11,5 @@ func (s *Service) Get(ctx context.Context, caller Caller, id string) (*domain.En
 	if !validID(id) {
 		return nil, domain.ErrNotFound
 	}
-	return s.repo.Get(ctx, id, caller.Account, caller.Livemode)
+	return s.Endpoints.Get(ctx, id, caller.Account, caller.Livemode)
 }

@@ -13,5 +13,5 @@ import (
 // not looked up: a client that deletes the last endpoint of a page can still ask for the next
 // one, and another account's id reveals nothing but the caller's own endpoints around that time.
 func (s *Service) List(ctx context.Context, caller Caller, p listing.Params) ([]*domain.Endpoint, bool, error) {
-	return s.repo.List(ctx, caller.Account, caller.Livemode, p)
+	return s.Endpoints.List(ctx, caller.Account, caller.Livemode, p)
 }

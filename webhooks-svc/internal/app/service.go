@@ -1,10 +1,16 @@
-// Package app holds the webhook endpoint use cases, one method of Service each, and the ports
-// they need besides the repository.
+// Package app holds the webhooks use cases, one method of Service each: the webhook endpoint
+// API, the event store and its API, the fan-out of published events into deliveries, the
+// delivery attempts and their retries, and retention. It also declares the outbound ports the
+// use cases need besides the repositories (ports.go).
 package app
 
 import (
+	"errors"
+	"log/slog"
+	"math/rand/v2"
 	"time"
 
+	"rentalplatform/libs/identity"
 	"rentalplatform/libs/ids"
 
 	"rentalplatform/webhooks-svc/internal/domain"
@@ -21,39 +27,87 @@ type ClockFunc func() time.Time
 // Now returns f().
 func (f ClockFunc) Now() time.Time { return f() }
 
-// IDs makes time-ordered object ids; *ids.Generator is one.
-type IDs interface {
-	New(prefix string) string
-}
-
-// Caller is who a use case acts for: the gateway-verified account and mode. Every use case
-// sees and changes only the caller's endpoints.
+// Caller is who a use case acts for: the gateway-verified account and mode, and the API
+// request, which the events a change raises name. Every use case sees and changes only the
+// caller's objects.
 type Caller struct {
-	Account  string
-	Livemode bool
+	Account        string
+	Livemode       bool
+	RequestID      string
+	IdempotencyKey string
 }
 
-// Service runs the webhook endpoint use cases.
+// identity is the request that caused an event.
+func (c Caller) identity() *identity.Identity {
+	return &identity.Identity{Account: c.Account, Livemode: c.Livemode, RequestID: c.RequestID, IdempotencyKey: c.IdempotencyKey}
+}
+
+// Deps are the adapters the use cases run on.
+type Deps struct {
+	Endpoints  domain.Repository
+	Events     domain.EventRepository
+	Deliveries domain.DeliveryRepository
+	Scheduler  Scheduler
+	Sender     Sender
+	Publisher  Publisher
+	Clock      Clock
+	IDs        *ids.Generator
+	Log        *slog.Logger
+}
+
+// Config is the delivery policy.
+type Config struct {
+	// Schedule is the delays between a failed attempt and the next.
+	Schedule domain.Schedule
+	// AutoDisableAfter is how long every delivery to an endpoint may fail before the endpoint
+	// is disabled.
+	AutoDisableAfter time.Duration
+	// Retention is how long events (and their deliveries) are kept.
+	Retention time.Duration
+	// AllowPrivate lifts the guard against endpoint URLs on internal addresses.
+	AllowPrivate bool
+	// RenderEndpoint renders an endpoint as the API shows it (without its secret): the object
+	// of the webhook_endpoint.* events.
+	RenderEndpoint func(*domain.Endpoint) any
+}
+
+// Service runs the use cases.
 type Service struct {
-	repo  domain.Repository
-	clock Clock
-	ids   IDs
-	// secret makes a new endpoint's signing secret.
+	Deps
+	cfg Config
+	// secret makes a new signing secret.
 	secret func() string
+	// rnd returns a random number in [0, 1), for jitter.
+	rnd func() float64
 }
 
-// New returns a Service storing endpoints in repo.
-func New(repo domain.Repository, clock Clock, idgen IDs) *Service {
+// New returns the Service.
+func New(deps Deps, cfg Config) *Service {
+	if deps.Log == nil {
+		deps.Log = slog.New(slog.DiscardHandler)
+	}
 	return &Service{
-		repo:  repo,
-		clock: clock,
-		ids:   idgen,
+		Deps: deps,
+		cfg:  cfg,
 		// Standard Webhooks secrets: whsec_ + base64 of the key; 32 bytes is an HMAC-SHA256
 		// key of full strength.
 		secret: func() string { return ids.StdSecret("whsec_", 32) },
+		rnd:    rand.Float64,
 	}
 }
 
 // validID reports whether id can name an endpoint at all; anything else is answered as not
 // found without asking the store.
 func validID(id string) bool { return ids.Valid(ids.WebhookEndpoint, id) }
+
+// errUnchanged is returned by an update function that found nothing to change, so nothing is
+// written.
+var errUnchanged = errors.New("unchanged")
+
+// ignoreUnchanged turns errUnchanged into success.
+func ignoreUnchanged(err error) error {
+	if errors.Is(err, errUnchanged) {
+		return nil
+	}
+	return err
+}

@@ -3,20 +3,54 @@ package app
 import (
 	"context"
 
+	"rentalplatform/libs/eventtype"
+
 	"rentalplatform/webhooks-svc/internal/domain"
 )
 
-// Update applies changes to the caller's endpoint. Invalid changes are refused before the
-// endpoint is read, so bad input is a 400 whether or not the endpoint exists, and changes
-// nothing.
+// Update applies changes to the caller's endpoint and stores the webhook_endpoint.updated event
+// (with the previous values of the fields that changed) with it; a change that changes nothing
+// visible raises no event. Invalid changes are refused before the endpoint is read, so bad
+// input is a 400 whether or not the endpoint exists, and changes nothing. Enabling a disabled
+// endpoint schedules its pending deliveries at once.
 func (s *Service) Update(ctx context.Context, caller Caller, id string, changes domain.Changes) (*domain.Endpoint, error) {
 	if err := changes.Validate(); err != nil {
 		return nil, err
 	}
+	if changes.URL != nil {
+		if err := s.checkURL(*changes.URL); err != nil {
+			return nil, err
+		}
+	}
 	if !validID(id) {
 		return nil, domain.ErrNotFound
 	}
-	return s.repo.Update(ctx, id, caller.Account, caller.Livemode, func(e *domain.Endpoint) error {
-		return e.Update(changes)
+	var reenabled bool
+	e, err := s.Endpoints.Update(ctx, id, caller.Account, caller.Livemode, func(e *domain.Endpoint) error {
+		before, err := s.snapshot(e)
+		if err != nil {
+			return err
+		}
+		wasDisabled := e.Status() == domain.StatusDisabled
+		if err := e.Update(changes); err != nil {
+			return err
+		}
+		reenabled = wasDisabled && e.Status() == domain.StatusEnabled
+		after, err := s.snapshot(e)
+		if err != nil {
+			return err
+		}
+		if prev := previous(before, after); prev != nil {
+			return s.emit(e, eventtype.WebhookEndpointUpdated, &caller, prev)
+		}
+		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	s.publish(ctx, e)
+	if reenabled {
+		s.resume(ctx, e.ID())
+	}
+	return e, nil
 }

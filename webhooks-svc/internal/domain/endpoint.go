@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"rentalplatform/libs/apiversion"
+	"rentalplatform/libs/events"
 	"rentalplatform/libs/eventtype"
 )
 
@@ -46,6 +47,21 @@ type Endpoint struct {
 	description   string // "" when unset
 	metadata      map[string]string
 	created       time.Time
+
+	// previousSecret still signs deliveries, next to secret, until previousSecretExpires
+	// (after a rotation).
+	previousSecret        string
+	previousSecretExpires time.Time
+	// failingSince is when the first failed delivery after the last success was; zero while
+	// deliveries succeed.
+	failingSince time.Time
+	// deleted: the endpoint is gone for the API; its record stays only until the event that
+	// says so has been published.
+	deleted bool
+
+	// newEvents are the events raised since the endpoint was loaded; the repository stores
+	// them in the endpoint's outbox in the same write as the change.
+	newEvents []events.Event
 }
 
 // NewParams is everything needed to create an endpoint: the client's input (URL through
@@ -198,11 +214,75 @@ func (e *Endpoint) Update(c Changes) error {
 }
 
 // Enable resumes deliveries. Enabling an enabled endpoint is allowed and changes nothing.
-func (e *Endpoint) Enable() { e.status = StatusEnabled }
+// Enabling a disabled one restarts the auto-disable clock, so an endpoint disabled for failing
+// gets a full period to recover.
+func (e *Endpoint) Enable() {
+	if e.status != StatusEnabled {
+		e.failingSince = time.Time{}
+	}
+	e.status = StatusEnabled
+}
 
 // Disable stops deliveries; events keep being recorded. Disabling a disabled endpoint is
 // allowed and changes nothing.
 func (e *Endpoint) Disable() { e.status = StatusDisabled }
+
+// RotateSecret makes secret the signing secret. The previous one keeps signing deliveries,
+// next to the new one, for keepOld (none when keepOld is 0), so receivers can switch without
+// missing a delivery. Only the secret being replaced is kept: one still kept from an earlier
+// rotation stops signing now.
+func (e *Endpoint) RotateSecret(secret string, now time.Time, keepOld time.Duration) {
+	e.previousSecret, e.previousSecretExpires = "", time.Time{}
+	if keepOld > 0 {
+		e.previousSecret, e.previousSecretExpires = e.secret, now.Add(keepOld).UTC()
+	}
+	e.secret = secret
+}
+
+// SigningSecrets returns the secrets that sign a delivery made at now: the current one first,
+// then the previous one while it has not expired.
+func (e *Endpoint) SigningSecrets(now time.Time) []string {
+	if e.previousSecret != "" && now.Before(e.previousSecretExpires) {
+		return []string{e.secret, e.previousSecret}
+	}
+	return []string{e.secret}
+}
+
+// DeliverySucceeded clears the failing streak. It reports whether that changed anything.
+func (e *Endpoint) DeliverySucceeded() bool {
+	if e.failingSince.IsZero() {
+		return false
+	}
+	e.failingSince = time.Time{}
+	return true
+}
+
+// DeliveryFailed notes a failed attempt at now. The first failure after a success starts the
+// failing streak; when every delivery has failed for disableAfter, an enabled endpoint is
+// disabled. It reports whether anything changed and whether the endpoint was disabled.
+func (e *Endpoint) DeliveryFailed(now time.Time, disableAfter time.Duration) (changed, disabled bool) {
+	if e.failingSince.IsZero() {
+		e.failingSince = now.UTC()
+		return true, false
+	}
+	if e.status == StatusEnabled && now.Sub(e.failingSince) >= disableAfter {
+		e.status = StatusDisabled
+		return true, true
+	}
+	return false, false
+}
+
+// Delete marks the endpoint deleted: it receives nothing more and the API no longer shows it.
+func (e *Endpoint) Delete() { e.deleted = true }
+
+// Deleted reports whether the endpoint was deleted.
+func (e *Endpoint) Deleted() bool { return e.deleted }
+
+// Emit records an event about this change, to be stored with it (the outbox).
+func (e *Endpoint) Emit(ev events.Event) { e.newEvents = append(e.newEvents, ev) }
+
+// NewEvents returns the events raised since the endpoint was loaded.
+func (e *Endpoint) NewEvents() []events.Event { return slices.Clone(e.newEvents) }
 
 // ParseStatus returns the Status named s.
 func ParseStatus(s string) (Status, error) {
@@ -226,6 +306,7 @@ func (e *Endpoint) APIVersion() string          { return e.apiVersion }
 func (e *Endpoint) Description() string         { return e.description }
 func (e *Endpoint) Metadata() map[string]string { return maps.Clone(e.metadata) }
 func (e *Endpoint) Created() time.Time          { return e.created }
+func (e *Endpoint) FailingSince() time.Time     { return e.failingSince }
 
 // OwnedBy reports whether the endpoint belongs to account in the given mode.
 func (e *Endpoint) OwnedBy(account string, livemode bool) bool {
@@ -245,6 +326,11 @@ type State struct {
 	Description   string
 	Metadata      map[string]string
 	Created       time.Time
+
+	PreviousSecret        string
+	PreviousSecretExpires time.Time
+	FailingSince          time.Time
+	Deleted               bool
 }
 
 // Rehydrate rebuilds an endpoint from storage. It is not a constructor: it trusts the state,
@@ -267,6 +353,11 @@ func Rehydrate(s State) *Endpoint {
 		description:   s.Description,
 		metadata:      md,
 		created:       s.Created.UTC(),
+
+		previousSecret:        s.PreviousSecret,
+		previousSecretExpires: s.PreviousSecretExpires.UTC(),
+		failingSince:          s.FailingSince.UTC(),
+		deleted:               s.Deleted,
 	}
 }
 
@@ -284,6 +375,11 @@ func (e *Endpoint) State() State {
 		Description:   e.description,
 		Metadata:      maps.Clone(e.metadata),
 		Created:       e.created,
+
+		PreviousSecret:        e.previousSecret,
+		PreviousSecretExpires: e.previousSecretExpires,
+		FailingSince:          e.failingSince,
+		Deleted:               e.deleted,
 	}
 }
 

@@ -20,6 +20,8 @@ const (
 	// KindConflict: the object changed under the request too often to apply it; retrying
 	// the request is safe.
 	KindConflict
+	// KindState: the object's state refuses the operation.
+	KindState
 )
 
 // Codes the public API promises (the stable codes of libs/apierr) plus this service's own.
@@ -28,6 +30,9 @@ const (
 	CodeParameterInvalid = apierr.CodeParameterInvalid
 	CodeURLNotHTTPS      = apierr.CodeURLNotHTTPS
 	CodeResourceMissing  = apierr.CodeResourceMissing
+	CodeInvalidState     = apierr.CodeInvalidState
+	// CodeURLNotAllowed: the URL points at a private, loopback or otherwise internal address.
+	CodeURLNotAllowed = "url_not_allowed"
 	// CodeLockTimeout: concurrent writes to one endpoint kept winning the race.
 	CodeLockTimeout = "lock_timeout"
 )
@@ -39,6 +44,8 @@ type Error struct {
 	Code    string
 	Param   string
 	Message string
+	// Object names the kind of object a KindNotFound error is about ("webhook_endpoint").
+	Object string
 }
 
 func (e *Error) Error() string {
@@ -56,7 +63,37 @@ func (e *Error) Is(target error) bool {
 
 // ErrNotFound is returned for an endpoint that does not exist for the caller's account and
 // mode, whether it never existed, was deleted, or belongs to someone else.
-var ErrNotFound = &Error{Kind: KindNotFound, Code: CodeResourceMissing, Message: "No such webhook endpoint."}
+var ErrNotFound = &Error{Kind: KindNotFound, Code: CodeResourceMissing, Message: "No such webhook endpoint.",
+	Object: "webhook_endpoint"}
+
+// ErrEventNotFound is returned for an event that does not exist for the caller's account and
+// mode (or was purged after the retention period).
+var ErrEventNotFound = &Error{Kind: KindNotFound, Code: CodeResourceMissing, Message: "No such event.", Object: "event"}
+
+// ErrDeliveryNotFound is returned for a webhook delivery that does not exist for the caller's
+// account and mode.
+var ErrDeliveryNotFound = &Error{Kind: KindNotFound, Code: CodeResourceMissing, Message: "No such webhook delivery.",
+	Object: "webhook_delivery"}
+
+// ErrEndpointDisabled refuses to retry a delivery to a disabled endpoint, which would not be
+// attempted.
+var ErrEndpointDisabled = &Error{Kind: KindState, Code: CodeInvalidState,
+	Message: "The delivery's webhook endpoint is disabled; enable it to retry its deliveries."}
+
+// ErrEndpointGone refuses to retry a delivery whose endpoint was deleted.
+var ErrEndpointGone = &Error{Kind: KindState, Code: CodeInvalidState,
+	Message: "The delivery's webhook endpoint was deleted."}
+
+// URLNotAllowed refuses a URL that points inside the platform's network.
+func URLNotAllowed(reason string) *Error {
+	return invalid(CodeURLNotAllowed, "url",
+		"Invalid url: webhook endpoints must be reachable on the public internet (%s).", reason)
+}
+
+// Invalid returns a KindInvalid error naming param.
+func Invalid(code, param, format string, args ...any) *Error {
+	return invalid(code, param, format, args...)
+}
 
 // ErrConflict is returned when an update lost the optimistic-concurrency race every time it
 // was retried.

@@ -2,12 +2,15 @@ package domain
 
 import (
 	"context"
+	"time"
 
 	"rentalplatform/libs/listing"
 )
 
-// Repository stores endpoints. Every method is scoped to one account and mode: an endpoint of
-// another account or mode is reported as ErrNotFound, never returned.
+// Repository stores endpoints. Every method taking an account and mode is scoped to them: an
+// endpoint of another account or mode, or a deleted one, is reported as ErrNotFound, never
+// returned. The events an endpoint raised (Endpoint.NewEvents) are stored with it, in the same
+// write, in its outbox.
 type Repository interface {
 	// Create stores a new endpoint.
 	Create(ctx context.Context, e *Endpoint) error
@@ -16,12 +19,64 @@ type Repository interface {
 	// Update reads the endpoint, passes it to fn, and stores the result unless fn fails, in
 	// which case nothing is stored and fn's error is returned. fn may be called more than once
 	// (when a concurrent write wins, the repository reads again and retries), so it must
-	// only change the endpoint it is given. It returns the endpoint as stored, ErrNotFound,
-	// or ErrConflict when retries run out.
+	// only change the endpoint it is given. It returns the endpoint as stored (with the events
+	// fn raised), ErrNotFound, or ErrConflict when retries run out. fn may Delete the
+	// endpoint.
 	Update(ctx context.Context, id, account string, livemode bool, fn func(*Endpoint) error) (*Endpoint, error)
-	// Delete removes the endpoint, or returns ErrNotFound.
-	Delete(ctx context.Context, id, account string, livemode bool) error
 	// List returns one page, newest first, and whether more endpoints lie beyond it in the
 	// direction read (see listing.Params).
 	List(ctx context.Context, account string, livemode bool, p listing.Params) ([]*Endpoint, bool, error)
+	// Subscribed returns the account's enabled endpoints in the mode that receive events of
+	// type eventType.
+	Subscribed(ctx context.Context, account string, livemode bool, eventType string) ([]*Endpoint, error)
+}
+
+// EventFilter narrows an event list; zero fields do not filter.
+type EventFilter struct {
+	Type   string   // exactly this type
+	Family string   // any type of this family ("payment_request" for payment_request.*)
+	Types  []string // any of these types
+	// DeliverySuccess: true lists events every delivery of which succeeded (or that had none);
+	// false those with a delivery pending or failed.
+	DeliverySuccess *bool
+}
+
+// EventRepository stores events, keyed by their id, with their fan-out.
+type EventRepository interface {
+	// Insert stores the record; false when an event with its id is already stored (and then
+	// nothing is changed).
+	Insert(ctx context.Context, r *EventRecord) (bool, error)
+	// Get returns the record whatever its account (callers check the owner), or
+	// ErrEventNotFound.
+	Get(ctx context.Context, id string) (*EventRecord, error)
+	// List returns one page of the account's events in the mode, newest first.
+	List(ctx context.Context, account string, livemode bool, f EventFilter, p listing.Params) ([]*EventRecord, bool, error)
+	// SetDeliveryStatus records where one of the event's deliveries stands (and so its
+	// pending_webhooks). Setting the status it already has changes nothing.
+	SetDeliveryStatus(ctx context.Context, event, delivery string, s DeliveryStatus) error
+	// Purge removes the events created before t and returns how many.
+	Purge(ctx context.Context, before time.Time) (int64, error)
+}
+
+// DeliveryRepository stores deliveries, one per event and endpoint.
+type DeliveryRepository interface {
+	// Create stores a new delivery; false when the delivery, or another for the same event and
+	// endpoint, is already stored (and then nothing is changed).
+	Create(ctx context.Context, d *Delivery) (bool, error)
+	// Get returns the delivery whatever its account (callers check the owner), or
+	// ErrDeliveryNotFound.
+	Get(ctx context.Context, id string) (*Delivery, error)
+	// Update reads the delivery, applies fn and stores the result unless fn fails; as
+	// Repository.Update.
+	Update(ctx context.Context, id string, fn func(*Delivery) error) (*Delivery, error)
+	// ListForEvent and ListForEndpoint return one page of the account's deliveries in the mode,
+	// of one event or to one endpoint, newest first.
+	ListForEvent(ctx context.Context, account string, livemode bool, event string, p listing.Params) ([]*Delivery, bool, error)
+	ListForEndpoint(ctx context.Context, account string, livemode bool, endpoint string, p listing.Params) ([]*Delivery, bool, error)
+	// Pending returns the pending deliveries to an endpoint.
+	Pending(ctx context.Context, endpoint string) ([]*Delivery, error)
+	// Overdue returns up to limit pending deliveries whose next attempt was due before t.
+	Overdue(ctx context.Context, before time.Time, limit int) ([]*Delivery, error)
+	// Purge removes the deliveries of events created before t and returns how many.
+	Purge(ctx context.Context, eventsBefore time.Time) (int64, error)
 }

@@ -37,10 +37,13 @@ func main() {
 }
 
 type settings struct {
-	rate        int
-	duration    time.Duration
-	concurrency int
-	warmup      time.Duration
+	rate         int
+	duration     time.Duration
+	concurrency  int
+	warmup       time.Duration
+	eventRate    int
+	deliveryRate int
+	only         string
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
@@ -50,6 +53,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	fs.DurationVar(&s.duration, "duration", 10*time.Second, "length of each measured run")
 	fs.IntVar(&s.concurrency, "concurrency", 64, "connections for the maximum-throughput runs")
 	fs.DurationVar(&s.warmup, "warmup", 2*time.Second, "unmeasured load before each run")
+	fs.IntVar(&s.eventRate, "event-rate", 200, "events/s for the event-to-delivery latency run")
+	fs.IntVar(&s.deliveryRate, "delivery-rate", 1000, "deliveries/s for the delivery throughput run (20 endpoints)")
+	fs.StringVar(&s.only, "only", "", "run only 'gateway' or 'delivery'")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -78,7 +84,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		MongoURI: getenv("MONGODB_URI"), RedisURL: getenv("REDIS_URL"),
 		DatabasePrefix: fmt.Sprintf("bench_%d_", time.Now().Unix()),
 		GatewayAddr:    "127.0.0.1:0", AdminAddr: "127.0.0.1:0", Ephemeral: true,
-		Env:    map[string]string{"PATH": getenv("PATH"), "HOME": getenv("HOME")},
+		Env: map[string]string{"PATH": getenv("PATH"), "HOME": getenv("HOME"),
+			// the receiver is a local TLS server with a self-signed certificate
+			"WEBHOOKS_ALLOW_PRIVATE": "true", "WEBHOOKS_TLS_INSECURE": "true"},
 		Output: logFile,
 	})
 	if err != nil {
@@ -86,6 +94,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	defer st.Stop()
 
+	if s.only != "delivery" {
+		if err := benchGateway(ctx, st, s, getenv, stdout); err != nil {
+			return err
+		}
+	}
+	if s.only != "gateway" {
+		return benchDeliveries(ctx, st, s, stdout)
+	}
+	return nil
+}
+
+// benchGateway measures GET /v1/webhook_endpoints/:id through the gateway and straight at
+// webhooks-svc.
+func benchGateway(ctx context.Context, st *stack.Stack, s settings, getenv func(string) string, stdout io.Writer) error {
 	endpointID, err := createEndpoint(st)
 	if err != nil {
 		return err

@@ -1,24 +1,26 @@
-// Package mongo stores webhook endpoints in MongoDB, one document per endpoint in the
-// collection "webhook_endpoints", keyed by the endpoint id.
+// Package mongo stores webhook endpoints, events and deliveries in MongoDB: one document per
+// endpoint in "webhook_endpoints" (with its outbox of events not yet published), per event in
+// "events" and per delivery in "webhook_deliveries", each keyed by its id.
 package mongo
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"maps"
-	"math/rand/v2"
 	"slices"
-	"sync"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.opentelemetry.io/otel/propagation"
 
+	"rentalplatform/libs/events"
+	"rentalplatform/libs/eventtype"
 	"rentalplatform/libs/listing"
 	"rentalplatform/libs/mongox"
+	"rentalplatform/libs/outbox"
 
 	"rentalplatform/webhooks-svc/internal/domain"
 )
@@ -26,49 +28,54 @@ import (
 // Collection is the name of the endpoints collection.
 const Collection = "webhook_endpoints"
 
-// maxUpdateAttempts bounds the optimistic-concurrency retries of one Update. Every lost race
-// means another writer won, so this only runs out under heavy contention on one endpoint.
-const maxUpdateAttempts = 20
+// fieldDeleted marks a deleted endpoint (a tombstone): hidden from the API, kept only until the
+// outbox has published its webhook_endpoint.deleted event, then removed by the outbox store.
+const fieldDeleted = "deleted"
 
-// lockStripes is the number of in-process locks writes of one endpoint are spread over.
-const lockStripes = 64
-
-// Repository implements domain.Repository.
-//
-// Writes to one endpoint are made safe two ways. Across processes, a replace names the version
-// it read and is retried when another write got in first (optimistic concurrency; atomic on
-// MongoDB). Within this process, writes to one endpoint also take a striped lock, because the
-// embedded store (FerretDB v1) evaluates a replace's filter between its read and its write, so
-// two concurrent conditional replaces there can both succeed and one update be lost. The lock
-// makes one process correct on every store and spares same-process writers futile retries; the
-// version check keeps several processes correct on MongoDB.
+// Repository implements domain.Repository. Writes to one endpoint take its stripe lock and
+// replace on the version read (see stripes); the outbox store's clears take the same lock.
 type Repository struct {
 	coll  *mongo.Collection
-	seed  maphash.Seed
-	locks [lockStripes]sync.Mutex
+	locks *stripes
+	prop  propagation.TextMapPropagator
+	now   func() time.Time
 }
 
 var _ domain.Repository = (*Repository)(nil)
 
-// NewRepository returns a repository over db.
-func NewRepository(db *mongo.Database) *Repository {
-	return &Repository{coll: db.Collection(Collection), seed: maphash.MakeSeed()}
+// NewRepository returns a repository over db. prop writes the trace context of the request
+// that raised an event into its outbox entry (nil: none).
+func NewRepository(db *mongo.Database, prop propagation.TextMapPropagator) *Repository {
+	return &Repository{coll: db.Collection(Collection), locks: newStripes(), prop: prop, now: time.Now}
 }
 
-// lock takes the in-process lock of the endpoint's stripe and returns its unlock.
-func (r *Repository) lock(id string) func() {
-	m := &r.locks[maphash.String(r.seed, id)%lockStripes]
-	m.Lock()
-	return m.Unlock
+// OutboxStore is the outbox of the endpoints, for the relay and the fast path. Its clears are
+// serialised with this repository's writes, and it removes a deleted endpoint once its events
+// are out.
+func (r *Repository) OutboxStore() outbox.MongoStore {
+	return outbox.MongoStore{Coll: r.coll, Lock: r.locks.lock, Tombstone: fieldDeleted}
 }
 
-// EnsureIndexes declares the indexes the queries need. Reads by id use the _id index; lists
-// filter on account and mode and sort by _id.
+// OutboxDocs returns the outbox entries Create and Update store for events raised under ctx;
+// the fast path clears exactly these.
+func (r *Repository) OutboxDocs(ctx context.Context, evs []events.Event) []outbox.Doc {
+	docs := make([]outbox.Doc, len(evs))
+	for i, e := range evs {
+		docs[i] = outbox.ToDoc(ctx, r.prop, e)
+	}
+	return docs
+}
+
+// EnsureIndexes declares the indexes the queries need. Reads by id use the _id index; lists and
+// the fan-out filter on account and mode and sort by _id; the relay scans outbox_since.
 func (r *Repository) EnsureIndexes(ctx context.Context) error {
-	return mongox.EnsureIndexes(ctx, r.coll, mongo.IndexModel{
+	if err := mongox.EnsureIndexes(ctx, r.coll, mongo.IndexModel{
 		Keys:    bson.D{{Key: "account", Value: 1}, {Key: "livemode", Value: 1}, {Key: "_id", Value: -1}},
 		Options: options.Index().SetName("account_livemode_id"),
-	})
+	}); err != nil {
+		return err
+	}
+	return r.OutboxStore().EnsureIndexes(ctx)
 }
 
 // document is the stored form. created is Unix seconds, the unit of the API and of the
@@ -76,18 +83,24 @@ func (r *Repository) EnsureIndexes(ctx context.Context) error {
 // replaces. Metadata is a list of pairs rather than a subdocument because its keys are the
 // client's: a key with a dot, a leading $ or a NUL is not a valid field name on every store.
 type document struct {
-	ID            string          `bson:"_id"`
-	Account       string          `bson:"account"`
-	Livemode      bool            `bson:"livemode"`
-	URL           string          `bson:"url"`
-	EnabledEvents []string        `bson:"enabled_events"`
-	Status        string          `bson:"status"`
-	Secret        string          `bson:"secret"`
-	APIVersion    string          `bson:"api_version"`
-	Description   string          `bson:"description,omitempty"`
-	Metadata      []metadataEntry `bson:"metadata"`
-	Created       int64           `bson:"created"`
-	Version       int64           `bson:"version"`
+	ID                    string          `bson:"_id"`
+	Account               string          `bson:"account"`
+	Livemode              bool            `bson:"livemode"`
+	URL                   string          `bson:"url"`
+	EnabledEvents         []string        `bson:"enabled_events"`
+	Status                string          `bson:"status"`
+	Secret                string          `bson:"secret"`
+	PreviousSecret        string          `bson:"previous_secret,omitempty"`
+	PreviousSecretExpires *time.Time      `bson:"previous_secret_expires,omitempty"`
+	APIVersion            string          `bson:"api_version"`
+	Description           string          `bson:"description,omitempty"`
+	Metadata              []metadataEntry `bson:"metadata"`
+	Created               int64           `bson:"created"`
+	FailingSince          *time.Time      `bson:"failing_since,omitempty"`
+	Deleted               bool            `bson:"deleted,omitempty"`
+	Outbox                []outbox.Doc    `bson:"outbox,omitempty"`
+	OutboxSince           *time.Time      `bson:"outbox_since,omitempty"`
+	Version               int64           `bson:"version"`
 }
 
 type metadataEntry struct {
@@ -95,25 +108,35 @@ type metadataEntry struct {
 	Value string `bson:"v"`
 }
 
-func toDocument(e *domain.Endpoint, version int64) document {
+// toDocument is the stored form of e at version, with the outbox given.
+func toDocument(e *domain.Endpoint, version int64, box []outbox.Doc, since *time.Time) document {
 	s := e.State()
 	md := make([]metadataEntry, 0, len(s.Metadata))
 	for _, k := range slices.Sorted(maps.Keys(s.Metadata)) {
 		md = append(md, metadataEntry{Key: k, Value: s.Metadata[k]})
 	}
+	if len(box) == 0 {
+		box, since = nil, nil
+	}
 	return document{
-		ID:            s.ID,
-		Account:       s.Account,
-		Livemode:      s.Livemode,
-		URL:           s.URL,
-		EnabledEvents: s.EnabledEvents,
-		Status:        string(s.Status),
-		Secret:        s.Secret,
-		APIVersion:    s.APIVersion,
-		Description:   s.Description,
-		Metadata:      md,
-		Created:       s.Created.Unix(),
-		Version:       version,
+		ID:                    s.ID,
+		Account:               s.Account,
+		Livemode:              s.Livemode,
+		URL:                   s.URL,
+		EnabledEvents:         s.EnabledEvents,
+		Status:                string(s.Status),
+		Secret:                s.Secret,
+		PreviousSecret:        s.PreviousSecret,
+		PreviousSecretExpires: timePtr(s.PreviousSecretExpires),
+		APIVersion:            s.APIVersion,
+		Description:           s.Description,
+		Metadata:              md,
+		Created:               s.Created.Unix(),
+		FailingSince:          timePtr(s.FailingSince),
+		Deleted:               s.Deleted,
+		Outbox:                box,
+		OutboxSince:           since,
+		Version:               version,
 	}
 }
 
@@ -123,23 +146,28 @@ func (d document) endpoint() *domain.Endpoint {
 		md[kv.Key] = kv.Value
 	}
 	return domain.Rehydrate(domain.State{
-		ID:            d.ID,
-		Account:       d.Account,
-		Livemode:      d.Livemode,
-		URL:           d.URL,
-		EnabledEvents: d.EnabledEvents,
-		Status:        domain.Status(d.Status),
-		Secret:        d.Secret,
-		APIVersion:    d.APIVersion,
-		Description:   d.Description,
-		Metadata:      md,
-		Created:       time.Unix(d.Created, 0),
+		ID:                    d.ID,
+		Account:               d.Account,
+		Livemode:              d.Livemode,
+		URL:                   d.URL,
+		EnabledEvents:         d.EnabledEvents,
+		Status:                domain.Status(d.Status),
+		Secret:                d.Secret,
+		APIVersion:            d.APIVersion,
+		Description:           d.Description,
+		Metadata:              md,
+		Created:               time.Unix(d.Created, 0),
+		PreviousSecret:        d.PreviousSecret,
+		PreviousSecretExpires: timeOf(d.PreviousSecretExpires),
+		FailingSince:          timeOf(d.FailingSince),
+		Deleted:               d.Deleted,
 	})
 }
 
-// Create inserts the endpoint at version 1.
+// Create inserts the endpoint at version 1, with the events it raised in its outbox.
 func (r *Repository) Create(ctx context.Context, e *domain.Endpoint) error {
-	if _, err := r.coll.InsertOne(ctx, toDocument(e, 1)); err != nil {
+	box, since := outbox.Append(nil, nil, r.now().UTC(), r.OutboxDocs(ctx, e.NewEvents())...)
+	if _, err := r.coll.InsertOne(ctx, toDocument(e, 1, box, since)); err != nil {
 		return fmt.Errorf("insert webhook endpoint: %w", err)
 	}
 	return nil
@@ -157,7 +185,7 @@ func (r *Repository) find(ctx context.Context, id, account string, livemode bool
 	if err != nil {
 		return document{}, fmt.Errorf("find webhook endpoint: %w", err)
 	}
-	if d.Account != account || d.Livemode != livemode {
+	if d.Account != account || d.Livemode != livemode || d.Deleted {
 		return document{}, domain.ErrNotFound
 	}
 	return d, nil
@@ -173,60 +201,37 @@ func (r *Repository) Get(ctx context.Context, id, account string, livemode bool)
 }
 
 // Update implements domain.Repository: read, apply fn, replace only if the version read is
-// still the stored one; otherwise another write won, so read again and retry.
+// still the stored one (appending fn's events to the outbox); otherwise another write won, so
+// read again and retry.
 func (r *Repository) Update(ctx context.Context, id, account string, livemode bool, fn func(*domain.Endpoint) error) (*domain.Endpoint, error) {
-	defer r.lock(id)()
-	for attempt := range maxUpdateAttempts {
+	defer r.locks.lock(id)()
+	var out *domain.Endpoint
+	err := replaceLoop(ctx, r.coll, id, domain.ErrConflict, func() (any, int64, error) {
 		d, err := r.find(ctx, id, account, livemode)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		e := d.endpoint()
 		if err := fn(e); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
-		res, err := r.coll.ReplaceOne(ctx,
-			bson.D{{Key: "_id", Value: id}, {Key: "version", Value: d.Version}},
-			toDocument(e, d.Version+1))
-		if err != nil {
-			return nil, fmt.Errorf("replace webhook endpoint: %w", err)
-		}
-		if res.MatchedCount == 1 {
-			return e, nil
-		}
-		// Lost the race. A short random pause keeps writers that collided from colliding
-		// again in lockstep.
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(time.Duration(rand.Int64N(int64(time.Millisecond) << min(attempt, 5)))):
-		}
+		out = e
+		box, since := outbox.Append(d.Outbox, d.OutboxSince, r.now().UTC(), r.OutboxDocs(ctx, e.NewEvents())...)
+		return toDocument(e, d.Version+1, box, since), d.Version, nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return nil, domain.ErrConflict
+	return out, nil
 }
 
-// Delete implements domain.Repository. The owner is checked on the document read by _id; the
-// delete then names the _id alone, which is safe because ids are never reused and owners never
-// change.
-func (r *Repository) Delete(ctx context.Context, id, account string, livemode bool) error {
-	defer r.lock(id)()
-	if _, err := r.find(ctx, id, account, livemode); err != nil {
-		return err
-	}
-	res, err := r.coll.DeleteOne(ctx, bson.D{{Key: "_id", Value: id}})
-	if err != nil {
-		return fmt.Errorf("delete webhook endpoint: %w", err)
-	}
-	if res.DeletedCount == 0 {
-		return domain.ErrNotFound // deleted concurrently
-	}
-	return nil
-}
+// notDeleted filters out tombstones.
+var notDeleted = bson.E{Key: fieldDeleted, Value: bson.D{{Key: "$ne", Value: true}}}
 
 // List implements domain.Repository.
 func (r *Repository) List(ctx context.Context, account string, livemode bool, p listing.Params) ([]*domain.Endpoint, bool, error) {
 	docs, hasMore, err := mongox.FindPage[document](ctx, r.coll,
-		bson.D{{Key: "account", Value: account}, {Key: "livemode", Value: livemode}}, p)
+		bson.D{{Key: "account", Value: account}, {Key: "livemode", Value: livemode}, notDeleted}, p)
 	if err != nil {
 		return nil, false, err
 	}
@@ -235,4 +240,27 @@ func (r *Repository) List(ctx context.Context, account string, livemode bool, p 
 		out[i] = d.endpoint()
 	}
 	return out, hasMore, nil
+}
+
+// Subscribed implements domain.Repository. An account has a handful of endpoints, so the type
+// is matched in code rather than in the query.
+func (r *Repository) Subscribed(ctx context.Context, account string, livemode bool, eventType string) ([]*domain.Endpoint, error) {
+	cur, err := r.coll.Find(ctx, bson.D{
+		{Key: "account", Value: account}, {Key: "livemode", Value: livemode},
+		{Key: "status", Value: string(domain.StatusEnabled)}, notDeleted,
+	}, options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}).SetProjection(bson.D{{Key: "outbox", Value: 0}}))
+	if err != nil {
+		return nil, fmt.Errorf("find subscribed endpoints: %w", err)
+	}
+	var docs []document
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, fmt.Errorf("find subscribed endpoints: decode: %w", err)
+	}
+	var out []*domain.Endpoint
+	for _, d := range docs {
+		if eventtype.Matches(d.EnabledEvents, eventType) {
+			out = append(out, d.endpoint())
+		}
+	}
+	return out, nil
 }

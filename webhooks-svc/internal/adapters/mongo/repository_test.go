@@ -1,6 +1,7 @@
 package mongo_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -21,12 +22,12 @@ import (
 func TestRepositoryContract(t *testing.T) {
 	t.Parallel()
 	db := testkit.MongoDatabase(t)
-	if err := mongo.NewRepository(db).EnsureIndexes(t.Context()); err != nil {
+	if err := mongo.NewRepository(db, nil).EnsureIndexes(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	// Each case works under its own account, so the cases share one store and run in
 	// parallel without seeing each other's endpoints.
-	runContract(t, func() domain.Repository { return mongo.NewRepository(db) }, testkit.AtomicConditionalWrites(t, db))
+	runContract(t, func() domain.Repository { return mongo.NewRepository(db, nil) }, testkit.AtomicConditionalWrites(t, db))
 }
 
 // fixture makes valid endpoints for one account.
@@ -104,7 +105,7 @@ func runContract(t *testing.T, newRepo func() domain.Repository, atomicCondition
 			if !errors.Is(err, domain.ErrNotFound) {
 				t.Errorf("Update as %s/%v: %v, want ErrNotFound", c.account, c.livemode, err)
 			}
-			if err := repo.Delete(ctx, e.ID(), c.account, c.livemode); !errors.Is(err, domain.ErrNotFound) {
+			if err := deleteEndpoint(repo, ctx, e.ID(), c.account, c.livemode); !errors.Is(err, domain.ErrNotFound) {
 				t.Errorf("Delete as %s/%v: %v, want ErrNotFound", c.account, c.livemode, err)
 			}
 			page, _, err := repo.List(ctx, c.account, c.livemode, listing.Params{Limit: 100})
@@ -125,7 +126,7 @@ func runContract(t *testing.T, newRepo func() domain.Repository, atomicCondition
 		if _, err := repo.Get(t.Context(), id, f.account, false); !errors.Is(err, domain.ErrNotFound) {
 			t.Errorf("Get: %v", err)
 		}
-		if err := repo.Delete(t.Context(), id, f.account, false); !errors.Is(err, domain.ErrNotFound) {
+		if err := deleteEndpoint(repo, t.Context(), id, f.account, false); !errors.Is(err, domain.ErrNotFound) {
 			t.Errorf("Delete: %v", err)
 		}
 	})
@@ -286,13 +287,13 @@ func runContract(t *testing.T, newRepo func() domain.Repository, atomicCondition
 		t.Parallel()
 		f := newFixture(t, repo)
 		e := f.create(false, "gone")
-		if err := repo.Delete(t.Context(), e.ID(), f.account, false); err != nil {
+		if err := deleteEndpoint(repo, t.Context(), e.ID(), f.account, false); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := repo.Get(t.Context(), e.ID(), f.account, false); !errors.Is(err, domain.ErrNotFound) {
 			t.Fatalf("Get after delete: %v", err)
 		}
-		if err := repo.Delete(t.Context(), e.ID(), f.account, false); !errors.Is(err, domain.ErrNotFound) {
+		if err := deleteEndpoint(repo, t.Context(), e.ID(), f.account, false); !errors.Is(err, domain.ErrNotFound) {
 			t.Fatalf("second delete: %v", err)
 		}
 	})
@@ -364,6 +365,13 @@ func assertAllWriters(t *testing.T, repo domain.Repository, f *fixture, id strin
 			t.Fatalf("metadata = %v: writer %d's update was lost", md, i)
 		}
 	}
+}
+
+// deleteEndpoint deletes the endpoint the way the application does: an update that marks it
+// deleted.
+func deleteEndpoint(repo domain.Repository, ctx context.Context, id, account string, livemode bool) error {
+	_, err := repo.Update(ctx, id, account, livemode, func(e *domain.Endpoint) error { e.Delete(); return nil })
+	return err
 }
 
 func equalState(a, b domain.State) bool {

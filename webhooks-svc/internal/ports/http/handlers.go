@@ -1,5 +1,6 @@
-// Package http is the public API of webhook endpoints: Fiber handlers that decode the request,
-// call the application and encode the answer. The business rules live in domain and app.
+// Package http is webhooks-svc's public API — webhook endpoints, events and deliveries: Fiber
+// handlers that decode the request, call the application and encode the answer. The business
+// rules live in domain and app.
 package http
 
 import (
@@ -21,7 +22,7 @@ type handlers struct {
 	svc *app.Service
 }
 
-// Register adds the webhook endpoint routes to r.
+// Register adds the routes to r.
 func Register(r fiber.Router, svc *app.Service) {
 	h := handlers{svc: svc}
 	r.Post(basePath, h.create)
@@ -29,6 +30,12 @@ func Register(r fiber.Router, svc *app.Service) {
 	r.Get(basePath+"/:id", h.get)
 	r.Post(basePath+"/:id", h.update)
 	r.Delete(basePath+"/:id", h.delete)
+	r.Post(basePath+"/:id/rotate_secret", h.rotateSecret)
+	r.Get(basePath+"/:id/deliveries", h.endpointDeliveries)
+	r.Get(eventsPath, h.listEvents)
+	r.Get(eventsPath+"/:id", h.getEvent)
+	r.Get(eventsPath+"/:id/deliveries", h.eventDeliveries)
+	r.Post(deliveriesPath+"/:id/retry", h.retryDelivery)
 }
 
 // createParams is the body of POST /v1/webhook_endpoints. Pointers tell "absent" from "empty".
@@ -51,7 +58,7 @@ type updateParams struct {
 
 func caller(c *fiber.Ctx) app.Caller {
 	id := fiberx.Identity(c)
-	return app.Caller{Account: id.Account, Livemode: id.Livemode}
+	return app.Caller{Account: id.Account, Livemode: id.Livemode, RequestID: id.RequestID, IdempotencyKey: id.IdempotencyKey}
 }
 
 // pathID copies the :id parameter out of Fiber's reused request buffer.
@@ -74,6 +81,24 @@ func (h handlers) create(c *fiber.Ctx) error {
 	e, err := h.svc.Create(c.UserContext(), caller(c), in)
 	if err != nil {
 		return apiError(err, "")
+	}
+	return c.JSON(render(e, true))
+}
+
+// rotateParams is the body of POST /v1/webhook_endpoints/:id/rotate_secret.
+type rotateParams struct {
+	ExpiresIn *int64 `json:"expires_in"`
+}
+
+func (h handlers) rotateSecret(c *fiber.Ctx) error {
+	id := pathID(c)
+	var p rotateParams
+	if err := fiberx.DecodeJSON(c, &p); err != nil {
+		return err
+	}
+	e, err := h.svc.RotateSecret(c.UserContext(), caller(c), id, p.ExpiresIn)
+	if err != nil {
+		return apiError(err, id)
 	}
 	return c.JSON(render(e, true))
 }

@@ -29,6 +29,10 @@ type deleted struct {
 	Deleted bool   `json:"deleted"`
 }
 
+// EndpointObject renders an endpoint as the API shows it after creation (without its secret):
+// the object of the webhook_endpoint.* events.
+func EndpointObject(e *domain.Endpoint) any { return render(e, false) }
+
 func render(e *domain.Endpoint, withSecret bool) endpointJSON {
 	out := endpointJSON{
 		ID:            e.ID(),
@@ -51,7 +55,7 @@ func render(e *domain.Endpoint, withSecret bool) endpointJSON {
 	return out
 }
 
-// apiError maps a domain error to the API's error, once, by kind; id names the endpoint the
+// apiError maps a domain error to the API's error, once, by kind; id names the object the
 // request was about. Anything else is returned as is and becomes a logged 500.
 func apiError(err error, id string) error {
 	de := domain.AsError(err)
@@ -62,8 +66,12 @@ func apiError(err error, id string) error {
 	case domain.KindInvalid:
 		return apierr.Invalid(de.Code, de.Param, de.Message)
 	case domain.KindNotFound:
-		return apierr.NotFound(object, id)
-	case domain.KindConflict:
+		obj := de.Object
+		if obj == "" {
+			obj = object
+		}
+		return apierr.NotFound(obj, id)
+	case domain.KindConflict, domain.KindState:
 		return apierr.Conflict(de.Code, de.Message)
 	}
 	return err

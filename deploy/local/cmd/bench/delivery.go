@@ -1,0 +1,245 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"rentalplatform/deploy/local/e2e/receiver"
+	"rentalplatform/deploy/local/stack"
+)
+
+// benchDeliveries measures event-to-delivery: events are caused through the API at a fixed rate
+// (updates of webhook endpoints, which emit webhook_endpoint.updated) and delivered to a local
+// TLS receiver subscribed to that type. Latency runs from the API's response to the delivery's
+// arrival.
+func benchDeliveries(ctx context.Context, st *stack.Stack, s settings, stdout io.Writer) error {
+	rcv := receiver.Start()
+	defer rcv.Close()
+	api := apiClient{base: st.GatewayURL, key: st.DevAPIKey, client: newClient(512)}
+
+	// Updates are spread over several source endpoints: updates of one endpoint are applied one
+	// after the other, and the benchmark is about delivery, not about one document's lock.
+	var sources []string
+	for i := 0; i < 10; i++ {
+		id, err := api.createEndpoint(fmt.Sprintf("https://example.com/source-%d", i), "payment_request.failed")
+		if err != nil {
+			return err
+		}
+		sources = append(sources, id)
+	}
+
+	idle, err := redisRate(ctx, st, 5*time.Second)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "\nEvent to delivery (webhook_endpoint.updated → local TLS receiver):\n")
+	fmt.Fprintf(stdout, "  Redis at idle (all pollers): %.0f commands/s\n", idle)
+
+	latSub, err := api.createEndpoint(rcv.URL()+"/latency", "webhook_endpoint.updated")
+	if err != nil {
+		return err
+	}
+	lat, missing, err := causeAndMeasure(ctx, api, rcv, sources, "/latency", 1, s.eventRate, s.duration)
+	if err != nil {
+		return err
+	}
+	slices.Sort(lat)
+	fmt.Fprintf(stdout, "  %d events/s for %s, 1 endpoint: p50 %s  p95 %s  p99 %s  max %s  (targets p50 ≤ 50ms, p99 ≤ 250ms)  missing %d\n",
+		s.eventRate, s.duration, ms(pct(lat, 50)), ms(pct(lat, 95)), ms(pct(lat, 99)), ms(pct(lat, 100)), missing)
+	if err := api.delete(latSub); err != nil {
+		return err
+	}
+
+	const subscribers = 20
+	for i := 0; i < subscribers; i++ {
+		if _, err := api.createEndpoint(fmt.Sprintf("%s/fanout-%d", rcv.URL(), i), "webhook_endpoint.updated"); err != nil {
+			return err
+		}
+	}
+	before, _ := st.RedisCommands(ctx)
+	rate := s.deliveryRate / subscribers
+	start := time.Now()
+	tlat, missing, err := causeAndMeasure(ctx, api, rcv, sources, "/fanout-", subscribers, rate, s.duration)
+	if err != nil {
+		return err
+	}
+	after, _ := st.RedisCommands(ctx)
+	elapsed := time.Since(start)
+	slices.Sort(tlat)
+	delivered := len(tlat)
+	fmt.Fprintf(stdout, "  %d events/s × %d endpoints for %s: %d deliveries in %s = %.0f deliveries/s (target ≥ 1000)\n",
+		rate, subscribers, s.duration, delivered, elapsed.Round(time.Millisecond), float64(delivered)/elapsed.Seconds())
+	fmt.Fprintf(stdout, "    latency p50 %s  p99 %s  max %s  missing %d; Redis %.0f commands/s under load\n",
+		ms(pct(tlat, 50)), ms(pct(tlat, 99)), ms(pct(tlat, 100)), missing, float64(after-before)/elapsed.Seconds())
+	return nil
+}
+
+// causeAndMeasure updates the sources at rate per second for d, each update with a unique
+// description, waits for every expected delivery (perEvent per update) on paths starting with
+// pathPrefix, and returns each delivery's latency from its update's response.
+func causeAndMeasure(ctx context.Context, api apiClient, rcv *receiver.Receiver, sources []string, pathPrefix string, perEvent, rate int, d time.Duration) ([]time.Duration, int, error) {
+	tag := strconv.FormatInt(time.Now().UnixNano(), 36)
+	interval := time.Second / time.Duration(rate)
+	n := int(d / interval)
+	responded := make([]time.Time, n)
+	var failed []error
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := 0; i < n && ctx.Err() == nil; i++ {
+		if w := time.Until(start.Add(time.Duration(i) * interval)); w > 0 {
+			time.Sleep(w)
+		}
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			err := api.update(sources[i%len(sources)], fmt.Sprintf("%s-%d", tag, i))
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				failed = append(failed, err)
+				return
+			}
+			responded[i] = time.Now()
+		}(i)
+	}
+	wg.Wait()
+	if len(failed) > 0 {
+		return nil, 0, fmt.Errorf("%d of %d updates failed, first: %v", len(failed), n, failed[0])
+	}
+	want := n * perEvent
+	count := func() []receiver.Request {
+		var out []receiver.Request
+		for _, p := range rcvPaths(rcv, pathPrefix, perEvent) {
+			out = append(out, rcv.Requests(p)...)
+		}
+		return out
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	var got []receiver.Request
+	for {
+		got = count()
+		if len(got) >= want || time.Now().After(deadline) || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	seen := map[string]bool{}
+	var lat []time.Duration
+	for _, r := range got {
+		var body struct {
+			Data struct {
+				Object struct {
+					Description string `json:"description"`
+				} `json:"object"`
+			} `json:"data"`
+		}
+		if json.Unmarshal(r.Body, &body) != nil {
+			continue
+		}
+		desc := body.Data.Object.Description
+		key := r.Path + " " + desc
+		if !strings.HasPrefix(desc, tag+"-") || seen[key] {
+			continue // another run's event, or a retry of one already counted
+		}
+		seen[key] = true
+		i, err := strconv.Atoi(strings.TrimPrefix(desc, tag+"-"))
+		if err != nil || i >= n {
+			continue
+		}
+		lat = append(lat, r.Time.Sub(responded[i]))
+	}
+	return lat, want - len(lat), nil
+}
+
+func rcvPaths(rcv *receiver.Receiver, prefix string, n int) []string {
+	if n == 1 {
+		return []string{prefix}
+	}
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s%d", prefix, i)
+	}
+	return out
+}
+
+func pct(sorted []time.Duration, p int) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := len(sorted) * p / 100
+	if i >= len(sorted) {
+		i = len(sorted) - 1
+	}
+	return sorted[i]
+}
+
+// redisRate samples Redis's command counter over d.
+func redisRate(ctx context.Context, st *stack.Stack, d time.Duration) (float64, error) {
+	a, err := st.RedisCommands(ctx)
+	if err != nil {
+		return 0, err
+	}
+	time.Sleep(d)
+	b, err := st.RedisCommands(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return float64(b-a) / d.Seconds(), nil
+}
+
+type apiClient struct {
+	base, key string
+	client    *fasthttp.Client
+}
+
+func (a apiClient) call(method, path, body string) ([]byte, error) {
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI(a.base + path)
+	req.Header.SetMethod(method)
+	req.Header.Set("Authorization", "Bearer "+a.key)
+	if body != "" {
+		req.Header.SetContentType("application/json")
+		req.SetBodyString(body)
+	}
+	if err := a.client.DoTimeout(req, resp, 30*time.Second); err != nil {
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	if resp.StatusCode() != 200 {
+		return nil, fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode(), resp.Body())
+	}
+	return append([]byte(nil), resp.Body()...), nil
+}
+
+func (a apiClient) createEndpoint(url, eventType string) (string, error) {
+	b, err := a.call(fasthttp.MethodPost, "/v1/webhook_endpoints", fmt.Sprintf(`{"url":%q,"enabled_events":[%q]}`, url, eventType))
+	if err != nil {
+		return "", err
+	}
+	var out struct{ ID string }
+	if err := json.Unmarshal(b, &out); err != nil || out.ID == "" {
+		return "", fmt.Errorf("create endpoint: %s", b)
+	}
+	return out.ID, nil
+}
+
+func (a apiClient) update(id, description string) error {
+	_, err := a.call(fasthttp.MethodPost, "/v1/webhook_endpoints/"+id, fmt.Sprintf(`{"description":%q}`, description))
+	return err
+}
+
+func (a apiClient) delete(id string) error {
+	_, err := a.call(fasthttp.MethodDelete, "/v1/webhook_endpoints/"+id, "")
+	return err
+}

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"go.opentelemetry.io/otel/propagation"
+
+	"rentalplatform/libs/asynqx"
+	"rentalplatform/libs/events"
+	"rentalplatform/libs/identity"
+	"rentalplatform/libs/outbox"
+)
+
+// publish puts an event on the instance's events queue the way another service's outbox does.
+func (s *instance) publish(t *testing.T, evs ...events.Event) {
+	t.Helper()
+	opt, err := asynqx.RedisOpt(s.env["REDIS_URL"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := asynq.NewClient(opt)
+	defer client.Close()
+	pub := outbox.NewPublisher(client, propagation.TraceContext{})
+	for _, e := range evs {
+		if err := pub.Publish(context.Background(), outbox.ToDoc(context.Background(), nil, e)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestConsumesPublishedEvents(t *testing.T) {
+	t.Parallel()
+	s := start(t)
+	c := s.client(t)
+	wildcard := newReceiver(t, always(200))
+	exact := newReceiver(t, always(200))
+	other := newReceiver(t, always(200))
+	otherMode := newReceiver(t, always(200))
+	a := c.createEndpoint(wildcard.url(), "*").str("id")
+	b := c.createEndpoint(exact.url(), "payment_request.succeeded").str("id")
+	c.createEndpoint(other.url(), "payment_request.failed")
+	c.otherMode().createEndpoint(otherMode.url(), "*")
+
+	ev, err := events.New(s.ids, time.Now(), events.Change{
+		Type: "payment_request.succeeded", Account: c.account,
+		Object: map[string]any{"id": "preq_1", "object": "payment_request", "amount": 1000},
+		Caller: &identity.Identity{Account: c.account, RequestID: "req_payments", IdempotencyKey: "pay-1"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.publish(t, ev)
+	got := wildcard.waitFor(t, "payment_request.succeeded", 1)[0]
+	exact.waitFor(t, "payment_request.succeeded", 1)
+	if got.header.Get("webhook-id") != ev.ID || got.event["request"].(map[string]any)["idempotency_key"] != "pay-1" ||
+		got.event["data"].(map[string]any)["object"].(map[string]any)["amount"] != float64(1000) {
+		t.Fatalf("delivered %s", got.body)
+	}
+	var stored response
+	eventually(t, 5*time.Second, func() bool {
+		stored = c.do("GET", "/v1/events/"+ev.ID, "").wantOK(t)
+		return stored.body["pending_webhooks"] == float64(0)
+	}, "both deliveries to succeed")
+
+	// Published again (a relay racing the fast path, a redelivery): nothing is doubled.
+	s.publish(t, ev)
+	time.Sleep(500 * time.Millisecond)
+	ds := c.deliveries("/v1/events/" + ev.ID + "/deliveries")
+	var endpoints []string
+	for _, d := range ds {
+		endpoints = append(endpoints, d["webhook_endpoint"].(string))
+	}
+	slices.Sort(endpoints)
+	want := []string{a, b}
+	slices.Sort(want)
+	if !slices.Equal(endpoints, want) {
+		t.Fatalf("deliveries to %v, want %v", endpoints, want)
+	}
+	if n := len(wildcard.waitFor(t, "payment_request.succeeded", 1)); n != 1 {
+		t.Fatalf("the wildcard endpoint got the event %d times", n)
+	}
+	for _, rc := range []*receiver{other, otherMode} {
+		for _, r := range rc.all() {
+			if r.eventType() == "payment_request.succeeded" {
+				t.Fatalf("an unsubscribed endpoint got %s", r.body)
+			}
+		}
+	}
+	if ids := c.eventIDs("?type=payment_request.succeeded"); !slices.Equal(ids, []string{ev.ID}) {
+		t.Fatalf("stored events %v", ids)
+	}
+
+	// An undecodable task is archived at once, not retried.
+	opt, _ := asynqx.RedisOpt(s.env["REDIS_URL"])
+	client := asynq.NewClient(opt)
+	defer client.Close()
+	if _, err := client.Enqueue(asynq.NewTask(events.TaskType, []byte(`{"id":"nope"}`)), asynq.Queue(events.Queue)); err != nil {
+		t.Fatal(err)
+	}
+	insp := asynq.NewInspector(opt)
+	defer insp.Close()
+	eventually(t, 5*time.Second, func() bool {
+		archived, err := insp.ListArchivedTasks(events.Queue)
+		return err == nil && len(archived) == 1
+	}, "the bad task to be archived")
+}

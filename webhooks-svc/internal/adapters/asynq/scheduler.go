@@ -1,0 +1,71 @@
+// Package asynq schedules delivery attempts as asynq tasks on the "webhooks" queue.
+package asynq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"go.opentelemetry.io/otel/propagation"
+
+	"rentalplatform/libs/asynqx"
+
+	"rentalplatform/webhooks-svc/internal/app"
+	"rentalplatform/webhooks-svc/internal/tasks"
+)
+
+// Enqueuer is the part of *asynq.Client the scheduler uses.
+type Enqueuer interface {
+	EnqueueContext(ctx context.Context, task *asynq.Task, opts ...asynq.Option) (*asynq.TaskInfo, error)
+}
+
+// Scheduler implements app.Scheduler.
+type Scheduler struct {
+	client Enqueuer
+	prop   propagation.TextMapPropagator
+	// timeout bounds one run of the task: the attempt's own timeout plus the bookkeeping.
+	timeout time.Duration
+}
+
+var _ app.Scheduler = (*Scheduler)(nil)
+
+// NewScheduler returns a scheduler enqueuing through client; attemptTimeout is the HTTP
+// timeout of one attempt.
+func NewScheduler(client Enqueuer, prop propagation.TextMapPropagator, attemptTimeout time.Duration) *Scheduler {
+	return &Scheduler{client: client, prop: prop, timeout: attemptTimeout + 30*time.Second}
+}
+
+// maxInfraRetries is how often asynq reruns an attempt task whose bookkeeping failed (the store
+// was down); delivery failures themselves are never asynq retries.
+const maxInfraRetries = 25
+
+// Schedule implements app.Scheduler. The task id is "<delivery>:<attempt>": an attempt that is
+// already queued (or running, or waiting for an asynq retry) is not queued again.
+func (s *Scheduler) Schedule(ctx context.Context, delivery string, attempt int, at time.Time) error {
+	p := tasks.Deliver{Delivery: delivery, Attempt: attempt}
+	opts := []asynq.Option{
+		asynq.Queue(tasks.QueueWebhooks), asynq.TaskID(p.ID()),
+		asynq.MaxRetry(maxInfraRetries), asynq.Timeout(s.timeout),
+	}
+	if time.Until(at) > 0 {
+		opts = append(opts, asynq.ProcessAt(notBefore(at)))
+	}
+	_, err := s.client.EnqueueContext(ctx, asynqx.NewTask(ctx, s.prop, tasks.TypeDeliver, p.Marshal(), opts...))
+	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
+		return fmt.Errorf("schedule %s: %w", p.ID(), err)
+	}
+	return nil
+}
+
+// notBefore rounds a due time up to the next whole second. asynq keeps scheduled times in whole
+// seconds (truncated), so a task due at 12.9 s would otherwise run at 12.0 s: a retry could go
+// out up to a second before its Retry-After or schedule allows.
+func notBefore(at time.Time) time.Time {
+	t := at.Truncate(time.Second)
+	if t.Equal(at) {
+		return at
+	}
+	return t.Add(time.Second)
+}

@@ -1,0 +1,223 @@
+package mongo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"rentalplatform/libs/listing"
+	"rentalplatform/libs/mongox"
+
+	"rentalplatform/webhooks-svc/internal/domain"
+)
+
+// DeliveriesCollection is the name of the deliveries collection.
+const DeliveriesCollection = "webhook_deliveries"
+
+// Deliveries implements domain.DeliveryRepository.
+type Deliveries struct {
+	coll  *mongo.Collection
+	locks *stripes
+}
+
+var _ domain.DeliveryRepository = (*Deliveries)(nil)
+
+// NewDeliveries returns the delivery store over db.
+func NewDeliveries(db *mongo.Database) *Deliveries {
+	return &Deliveries{coll: db.Collection(DeliveriesCollection), locks: newStripes()}
+}
+
+// EnsureIndexes declares the unique (event, endpoint) index that keeps a redelivered event from
+// doubling its deliveries, the list indexes, the indexes of the endpoint's pending deliveries
+// and of overdue ones, and the retention indexes; it reports whether the store has TTL indexes.
+func (r *Deliveries) EnsureIndexes(ctx context.Context, retention time.Duration) (bool, error) {
+	idx := func(name string, keys bson.D) mongo.IndexModel {
+		return mongo.IndexModel{Keys: keys, Options: options.Index().SetName(name)}
+	}
+	unique := idx("event_endpoint", bson.D{{Key: "event", Value: 1}, {Key: "endpoint", Value: 1}})
+	unique.Options.SetUnique(true)
+	if err := mongox.EnsureIndexes(ctx, r.coll,
+		unique,
+		idx("account_livemode_event_id", bson.D{{Key: "account", Value: 1}, {Key: "livemode", Value: 1}, {Key: "event", Value: 1}, {Key: "_id", Value: -1}}),
+		idx("account_livemode_endpoint_id", bson.D{{Key: "account", Value: 1}, {Key: "livemode", Value: 1}, {Key: "endpoint", Value: 1}, {Key: "_id", Value: -1}}),
+		idx("endpoint_status", bson.D{{Key: "endpoint", Value: 1}, {Key: "status", Value: 1}}),
+		idx("status_next_attempt_at", bson.D{{Key: "status", Value: 1}, {Key: "next_attempt_at", Value: 1}}),
+		idx("event_created_at", bson.D{{Key: "event_created_at", Value: 1}}),
+	); err != nil {
+		return false, err
+	}
+	return ensureTTL(ctx, r.coll, "event_created_at_ttl", "event_created_at", retention)
+}
+
+// deliveryDoc is a stored delivery. event_created_at lets the retention purge (or a TTL index)
+// remove deliveries with their event; next_attempt_at is null when no attempt is scheduled.
+type deliveryDoc struct {
+	ID             string       `bson:"_id"`
+	Event          string       `bson:"event"`
+	Endpoint       string       `bson:"endpoint"`
+	Account        string       `bson:"account"`
+	Livemode       bool         `bson:"livemode"`
+	EventCreatedAt time.Time    `bson:"event_created_at"`
+	Created        time.Time    `bson:"created"`
+	Status         string       `bson:"status"`
+	Attempts       []attemptDoc `bson:"attempts"`
+	Seq            int          `bson:"seq"`
+	NextAttemptAt  *time.Time   `bson:"next_attempt_at"`
+	Failures       int          `bson:"failures"`
+	OneOff         bool         `bson:"one_off,omitempty"`
+	Version        int64        `bson:"version"`
+}
+
+type attemptDoc struct {
+	At         time.Time `bson:"at"`
+	DurationMS int64     `bson:"duration_ms"`
+	Status     int       `bson:"status,omitempty"`
+	Error      string    `bson:"error,omitempty"`
+}
+
+func toDeliveryDoc(d *domain.Delivery, version int64) deliveryDoc {
+	s := d.State()
+	attempts := make([]attemptDoc, len(s.Attempts))
+	for i, a := range s.Attempts {
+		attempts[i] = attemptDoc{At: a.At.UTC(), DurationMS: a.Duration.Milliseconds(), Status: a.Status, Error: a.Error}
+	}
+	return deliveryDoc{
+		ID: s.ID, Event: s.Event, Endpoint: s.Endpoint, Account: s.Account, Livemode: s.Livemode,
+		EventCreatedAt: s.EventCreated.UTC(), Created: s.Created.UTC(),
+		Status: string(s.Status), Attempts: attempts, Seq: s.Seq, NextAttemptAt: timePtr(s.NextAttemptAt),
+		Failures: s.Failures, OneOff: s.OneOff, Version: version,
+	}
+}
+
+func (d deliveryDoc) delivery() *domain.Delivery {
+	attempts := make([]domain.Attempt, len(d.Attempts))
+	for i, a := range d.Attempts {
+		attempts[i] = domain.Attempt{At: a.At, Duration: time.Duration(a.DurationMS) * time.Millisecond, Status: a.Status, Error: a.Error}
+	}
+	return domain.RehydrateDelivery(domain.DeliveryState{
+		ID: d.ID, Event: d.Event, Endpoint: d.Endpoint, Account: d.Account, Livemode: d.Livemode,
+		EventCreated: d.EventCreatedAt, Created: d.Created,
+		Status: domain.DeliveryStatus(d.Status), Attempts: attempts, Seq: d.Seq, NextAttemptAt: timeOf(d.NextAttemptAt),
+		Failures: d.Failures, OneOff: d.OneOff,
+	})
+}
+
+// Create implements domain.DeliveryRepository.
+func (r *Deliveries) Create(ctx context.Context, d *domain.Delivery) (bool, error) {
+	_, err := r.coll.InsertOne(ctx, toDeliveryDoc(d, 1))
+	if mongox.IsDuplicateKey(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("insert webhook delivery: %w", err)
+	}
+	return true, nil
+}
+
+func (r *Deliveries) find(ctx context.Context, id string) (deliveryDoc, error) {
+	var d deliveryDoc
+	err := r.coll.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&d)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return deliveryDoc{}, domain.ErrDeliveryNotFound
+	}
+	if err != nil {
+		return deliveryDoc{}, fmt.Errorf("find webhook delivery: %w", err)
+	}
+	return d, nil
+}
+
+// Get implements domain.DeliveryRepository.
+func (r *Deliveries) Get(ctx context.Context, id string) (*domain.Delivery, error) {
+	d, err := r.find(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return d.delivery(), nil
+}
+
+// Update implements domain.DeliveryRepository.
+func (r *Deliveries) Update(ctx context.Context, id string, fn func(*domain.Delivery) error) (*domain.Delivery, error) {
+	defer r.locks.lock(id)()
+	var out *domain.Delivery
+	err := replaceLoop(ctx, r.coll, id, domain.ErrConflict, func() (any, int64, error) {
+		d, err := r.find(ctx, id)
+		if err != nil {
+			return nil, 0, err
+		}
+		del := d.delivery()
+		if err := fn(del); err != nil {
+			return nil, 0, err
+		}
+		out = del
+		return toDeliveryDoc(del, d.Version+1), d.Version, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (r *Deliveries) page(ctx context.Context, filter bson.D, p listing.Params) ([]*domain.Delivery, bool, error) {
+	docs, hasMore, err := mongox.FindPage[deliveryDoc](ctx, r.coll, filter, p)
+	if err != nil {
+		return nil, false, err
+	}
+	out := make([]*domain.Delivery, len(docs))
+	for i, d := range docs {
+		out[i] = d.delivery()
+	}
+	return out, hasMore, nil
+}
+
+// ListForEvent implements domain.DeliveryRepository.
+func (r *Deliveries) ListForEvent(ctx context.Context, account string, livemode bool, event string, p listing.Params) ([]*domain.Delivery, bool, error) {
+	return r.page(ctx, bson.D{{Key: "account", Value: account}, {Key: "livemode", Value: livemode}, {Key: "event", Value: event}}, p)
+}
+
+// ListForEndpoint implements domain.DeliveryRepository.
+func (r *Deliveries) ListForEndpoint(ctx context.Context, account string, livemode bool, endpoint string, p listing.Params) ([]*domain.Delivery, bool, error) {
+	return r.page(ctx, bson.D{{Key: "account", Value: account}, {Key: "livemode", Value: livemode}, {Key: "endpoint", Value: endpoint}}, p)
+}
+
+func (r *Deliveries) findAll(ctx context.Context, filter bson.D, opts ...options.Lister[options.FindOptions]) ([]*domain.Delivery, error) {
+	cur, err := r.coll.Find(ctx, filter, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("find webhook deliveries: %w", err)
+	}
+	var docs []deliveryDoc
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, fmt.Errorf("find webhook deliveries: decode: %w", err)
+	}
+	out := make([]*domain.Delivery, len(docs))
+	for i, d := range docs {
+		out[i] = d.delivery()
+	}
+	return out, nil
+}
+
+// Pending implements domain.DeliveryRepository.
+func (r *Deliveries) Pending(ctx context.Context, endpoint string) ([]*domain.Delivery, error) {
+	return r.findAll(ctx, bson.D{{Key: "endpoint", Value: endpoint}, {Key: "status", Value: string(domain.DeliveryPending)}})
+}
+
+// Overdue implements domain.DeliveryRepository.
+func (r *Deliveries) Overdue(ctx context.Context, before time.Time, limit int) ([]*domain.Delivery, error) {
+	return r.findAll(ctx, bson.D{
+		{Key: "status", Value: string(domain.DeliveryPending)},
+		{Key: "next_attempt_at", Value: bson.D{{Key: "$lt", Value: before.UTC()}}},
+	}, options.Find().SetLimit(int64(limit)))
+}
+
+// Purge implements domain.DeliveryRepository.
+func (r *Deliveries) Purge(ctx context.Context, eventsBefore time.Time) (int64, error) {
+	res, err := r.coll.DeleteMany(ctx, bson.D{{Key: "event_created_at", Value: bson.D{{Key: "$lt", Value: eventsBefore.UTC()}}}})
+	if err != nil {
+		return 0, fmt.Errorf("purge webhook deliveries: %w", err)
+	}
+	return res.DeletedCount, nil
+}

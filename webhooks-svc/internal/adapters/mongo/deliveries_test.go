@@ -1,0 +1,189 @@
+package mongo_test
+
+import (
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"rentalplatform/embedded/testkit"
+	"rentalplatform/libs/ids"
+	"rentalplatform/libs/listing"
+
+	"rentalplatform/webhooks-svc/internal/adapters/mongo"
+	"rentalplatform/webhooks-svc/internal/domain"
+)
+
+type deliveryFixture struct {
+	t       *testing.T
+	repo    *mongo.Deliveries
+	gen     *ids.Generator
+	account string
+}
+
+func newDeliveryFixture(t *testing.T, repo *mongo.Deliveries) *deliveryFixture {
+	gen := ids.NewGenerator(nil)
+	return &deliveryFixture{t: t, repo: repo, gen: gen, account: gen.New(ids.Account)}
+}
+
+func (f *deliveryFixture) create(event, endpoint string, eventCreated time.Time) *domain.Delivery {
+	f.t.Helper()
+	d := domain.NewDelivery(domain.NewDeliveryParams{
+		ID: f.gen.New(domain.DeliveryIDPrefix), Event: event, Endpoint: endpoint, Account: f.account,
+		EventCreated: eventCreated, Created: time.Now(),
+	})
+	if ok, err := f.repo.Create(f.t.Context(), d); !ok || err != nil {
+		f.t.Fatalf("Create = %v, %v", ok, err)
+	}
+	return d
+}
+
+func TestDeliveryStore(t *testing.T) {
+	t.Parallel()
+	db := testkit.MongoDatabase(t)
+	repo := mongo.NewDeliveries(db)
+	if _, err := repo.EnsureIndexes(t.Context(), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := repo.EnsureIndexes(t.Context(), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+
+	t.Run("one delivery per event and endpoint", func(t *testing.T) {
+		t.Parallel()
+		f := newDeliveryFixture(t, repo)
+		d := f.create("evt_a"+f.gen.New(""), "we_1", time.Now())
+		if ok, err := repo.Create(ctx, d); ok || err != nil {
+			t.Fatalf("same delivery again: %v, %v", ok, err)
+		}
+		other := domain.NewDelivery(domain.NewDeliveryParams{ID: f.gen.New(domain.DeliveryIDPrefix), Event: d.Event(),
+			Endpoint: d.Endpoint(), Account: f.account, EventCreated: time.Now(), Created: time.Now()})
+		if ok, err := repo.Create(ctx, other); ok || err != nil {
+			t.Fatalf("another delivery of the same event to the same endpoint: %v, %v", ok, err)
+		}
+		if _, err := repo.Get(ctx, other.ID()); !errors.Is(err, domain.ErrDeliveryNotFound) {
+			t.Fatalf("the refused delivery was stored: %v", err)
+		}
+	})
+
+	t.Run("attempts and schedule round-trip", func(t *testing.T) {
+		t.Parallel()
+		f := newDeliveryFixture(t, repo)
+		d := f.create("evt_"+f.gen.New(""), "we_1", time.Now())
+		at := time.Now().Truncate(time.Millisecond)
+		got, err := repo.Update(ctx, d.ID(), func(d *domain.Delivery) error {
+			_, err := d.Record(1, domain.Result{At: at, Duration: 12 * time.Millisecond, Status: 500}, domain.Schedule{time.Minute}, 0.5)
+			if err != nil {
+				return err
+			}
+			_, err = d.Record(2, domain.Result{At: at, Duration: 3 * time.Millisecond, Error: "connection refused"}, domain.Schedule{time.Minute}, 0.5)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored, err := repo.Get(ctx, d.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []domain.Attempt{{At: at, Duration: 12 * time.Millisecond, Status: 500}, {At: at, Duration: 3 * time.Millisecond, Error: "connection refused"}}
+		if got.Status() != domain.DeliveryFailed || stored.Status() != domain.DeliveryFailed ||
+			!slices.EqualFunc(stored.Attempts(), want, func(a, b domain.Attempt) bool {
+				return a.At.Equal(b.At) && a.Duration == b.Duration && a.Status == b.Status && a.Error == b.Error
+			}) || !stored.NextAttemptAt().IsZero() {
+			t.Fatalf("stored %+v", stored.State())
+		}
+	})
+
+	t.Run("parallel updates all apply", func(t *testing.T) {
+		t.Parallel()
+		f := newDeliveryFixture(t, repo)
+		d := f.create("evt_"+f.gen.New(""), "we_1", time.Now())
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				if _, err := repo.Update(ctx, d.ID(), func(d *domain.Delivery) error { d.Retry(time.Now()); return nil }); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if got, _ := repo.Get(ctx, d.ID()); got.Seq() != 9 {
+			t.Fatalf("seq %d after 8 concurrent retries, want 9", got.Seq())
+		}
+	})
+
+	t.Run("lists, pending and overdue", func(t *testing.T) {
+		t.Parallel()
+		f := newDeliveryFixture(t, repo)
+		ev, ep := "evt_"+f.gen.New(""), "we_"+f.gen.New("")
+		var newestFirst []string
+		for range 12 {
+			newestFirst = slices.Insert(newestFirst, 0, f.create(ev, "we_"+f.gen.New(""), time.Now()).ID())
+		}
+		toEp := f.create("evt_"+f.gen.New(""), ep, time.Now())
+		newDeliveryFixture(t, repo).create(ev, "we_foreign", time.Now()) // another account
+		page, more, err := repo.ListForEvent(ctx, f.account, false, ev, listing.Params{Limit: 10})
+		if err != nil || !more || len(page) != 10 || page[0].ID() != newestFirst[0] {
+			t.Fatalf("ListForEvent: %d, %v, %v", len(page), more, err)
+		}
+		page, more, err = repo.ListForEvent(ctx, f.account, false, ev, listing.Params{Limit: 10, StartingAfter: page[9].ID()})
+		if err != nil || more || len(page) != 2 || page[1].ID() != newestFirst[11] {
+			t.Fatalf("ListForEvent page 2: %d, %v, %v", len(page), more, err)
+		}
+		if page, _, _ := repo.ListForEvent(ctx, f.account, true, ev, listing.Params{Limit: 10}); len(page) != 0 {
+			t.Fatal("other mode sees deliveries")
+		}
+		page, _, err = repo.ListForEndpoint(ctx, f.account, false, ep, listing.Params{Limit: 10})
+		if err != nil || len(page) != 1 || page[0].ID() != toEp.ID() {
+			t.Fatalf("ListForEndpoint: %v %v", page, err)
+		}
+		pending, err := repo.Pending(ctx, ep)
+		if err != nil || len(pending) != 1 {
+			t.Fatalf("Pending: %v %v", pending, err)
+		}
+		// Overdue: due before the cutoff, pending, with an attempt scheduled.
+		if _, err := repo.Update(ctx, toEp.ID(), func(d *domain.Delivery) error { d.Park(1); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		overdue, err := repo.Overdue(ctx, time.Now().Add(time.Second), 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, d := range overdue {
+			ids = append(ids, d.ID())
+		}
+		for _, id := range newestFirst {
+			if !slices.Contains(ids, id) {
+				t.Fatalf("overdue misses %s", id)
+			}
+		}
+		if slices.Contains(ids, toEp.ID()) {
+			t.Fatal("a parked delivery is overdue")
+		}
+		if overdue, _ := repo.Overdue(ctx, time.Now().Add(-time.Hour), 1000); len(overdue) != 0 {
+			t.Fatalf("overdue an hour ago: %d", len(overdue))
+		}
+	})
+
+	t.Run("purge goes by the event's creation", func(t *testing.T) {
+		t.Parallel()
+		repo := mongo.NewDeliveries(testkit.MongoDatabase(t))
+		f := newDeliveryFixture(t, repo)
+		now := time.Now().Truncate(time.Second)
+		old := f.create("evt_"+f.gen.New(""), "we_1", now.Add(-2*time.Hour))
+		keep := f.create("evt_"+f.gen.New(""), "we_1", now.Add(-time.Hour))
+		if n, err := repo.Purge(ctx, now.Add(-90*time.Minute)); n != 1 || err != nil {
+			t.Fatalf("Purge = %d, %v", n, err)
+		}
+		if _, err := repo.Get(ctx, old.ID()); !errors.Is(err, domain.ErrDeliveryNotFound) {
+			t.Fatalf("old delivery: %v", err)
+		}
+		if _, err := repo.Get(ctx, keep.ID()); err != nil {
+			t.Fatalf("recent delivery: %v", err)
+		}
+	})
+}

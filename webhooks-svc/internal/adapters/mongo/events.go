@@ -1,0 +1,207 @@
+package mongo
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"rentalplatform/libs/events"
+	"rentalplatform/libs/eventtype"
+	"rentalplatform/libs/listing"
+	"rentalplatform/libs/mongox"
+
+	"rentalplatform/webhooks-svc/internal/domain"
+)
+
+// EventsCollection is the name of the event store.
+const EventsCollection = "events"
+
+// Events implements domain.EventRepository.
+type Events struct {
+	coll  *mongo.Collection
+	locks *stripes
+}
+
+var _ domain.EventRepository = (*Events)(nil)
+
+// NewEvents returns the event store over db.
+func NewEvents(db *mongo.Database) *Events {
+	return &Events{coll: db.Collection(EventsCollection), locks: newStripes()}
+}
+
+// EnsureIndexes declares the list indexes (account and mode, then each filter, then _id for the
+// newest-first order), the purge's index on created, and the TTL index where the store has
+// them; it reports whether it does.
+func (r *Events) EnsureIndexes(ctx context.Context, retention time.Duration) (ttl bool, err error) {
+	scoped := func(name string, keys ...string) mongo.IndexModel {
+		d := bson.D{{Key: "account", Value: 1}, {Key: "livemode", Value: 1}}
+		for _, k := range keys {
+			d = append(d, bson.E{Key: k, Value: 1})
+		}
+		return mongo.IndexModel{Keys: append(d, bson.E{Key: "_id", Value: -1}), Options: options.Index().SetName(name)}
+	}
+	if err := mongox.EnsureIndexes(ctx, r.coll,
+		scoped("account_livemode_id"),
+		scoped("account_livemode_type_id", "type"),
+		scoped("account_livemode_family_id", "family"),
+		scoped("account_livemode_delivery_success_id", "delivery_success"),
+		mongo.IndexModel{Keys: bson.D{{Key: "created", Value: 1}}, Options: options.Index().SetName("created")},
+	); err != nil {
+		return false, err
+	}
+	return ensureTTL(ctx, r.coll, "created_at_ttl", "created_at", retention)
+}
+
+// eventDoc is a stored event. created is Unix seconds (the API's unit and the list filters');
+// created_at is the same instant as a date, for a TTL index. The object and previous
+// attributes are the JSON the emitting service rendered, kept byte for byte. pending_webhooks
+// and delivery_success are derived from targets on every write, for the list filters.
+type eventDoc struct {
+	ID              string      `bson:"_id"`
+	Account         string      `bson:"account"`
+	Livemode        bool        `bson:"livemode"`
+	Type            string      `bson:"type"`
+	Family          string      `bson:"family"`
+	APIVersion      string      `bson:"api_version"`
+	Created         int64       `bson:"created"`
+	CreatedAt       time.Time   `bson:"created_at"`
+	RequestID       *string     `bson:"request_id"`
+	IdempotencyKey  *string     `bson:"idempotency_key"`
+	Object          string      `bson:"object"`
+	Previous        string      `bson:"previous,omitempty"`
+	Targets         []targetDoc `bson:"targets"`
+	PendingWebhooks int         `bson:"pending_webhooks"`
+	DeliverySuccess bool        `bson:"delivery_success"`
+	Version         int64       `bson:"version"`
+}
+
+type targetDoc struct {
+	Delivery string `bson:"delivery"`
+	Endpoint string `bson:"endpoint"`
+	Status   string `bson:"status"`
+}
+
+func toEventDoc(r *domain.EventRecord, version int64) eventDoc {
+	e := r.Event
+	targets := make([]targetDoc, len(r.Targets))
+	for i, t := range r.Targets {
+		targets[i] = targetDoc{Delivery: t.Delivery, Endpoint: t.Endpoint, Status: string(t.Status)}
+	}
+	return eventDoc{
+		ID: e.ID, Account: e.Account, Livemode: e.Livemode, Type: e.Type, Family: eventtype.Family(e.Type),
+		APIVersion: e.APIVersion, Created: e.Created, CreatedAt: time.Unix(e.Created, 0).UTC(),
+		RequestID: e.Request.ID, IdempotencyKey: e.Request.IdempotencyKey,
+		Object: string(e.Data.Object), Previous: string(e.Data.PreviousAttributes),
+		Targets: targets, PendingWebhooks: r.PendingWebhooks(), DeliverySuccess: r.DeliverySuccess(),
+		Version: version,
+	}
+}
+
+func (d eventDoc) record() *domain.EventRecord {
+	e := events.Event{
+		ID: d.ID, Object: "event", Type: d.Type, Account: d.Account, APIVersion: d.APIVersion,
+		Created: d.Created, Livemode: d.Livemode,
+		Request: events.Request{ID: d.RequestID, IdempotencyKey: d.IdempotencyKey},
+		Data:    events.Data{Object: json.RawMessage(d.Object)},
+	}
+	if d.Previous != "" {
+		e.Data.PreviousAttributes = json.RawMessage(d.Previous)
+	}
+	targets := make([]domain.Target, len(d.Targets))
+	for i, t := range d.Targets {
+		targets[i] = domain.Target{Delivery: t.Delivery, Endpoint: t.Endpoint, Status: domain.DeliveryStatus(t.Status)}
+	}
+	r := &domain.EventRecord{Event: e, Targets: targets}
+	r.Event.PendingWebhooks = r.PendingWebhooks()
+	return r
+}
+
+// Insert implements domain.EventRepository.
+func (r *Events) Insert(ctx context.Context, rec *domain.EventRecord) (bool, error) {
+	_, err := r.coll.InsertOne(ctx, toEventDoc(rec, 1))
+	if mongox.IsDuplicateKey(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("insert event: %w", err)
+	}
+	return true, nil
+}
+
+func (r *Events) find(ctx context.Context, id string) (eventDoc, error) {
+	var d eventDoc
+	err := r.coll.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&d)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return eventDoc{}, domain.ErrEventNotFound
+	}
+	if err != nil {
+		return eventDoc{}, fmt.Errorf("find event: %w", err)
+	}
+	return d, nil
+}
+
+// Get implements domain.EventRepository.
+func (r *Events) Get(ctx context.Context, id string) (*domain.EventRecord, error) {
+	d, err := r.find(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return d.record(), nil
+}
+
+// List implements domain.EventRepository.
+func (r *Events) List(ctx context.Context, account string, livemode bool, f domain.EventFilter, p listing.Params) ([]*domain.EventRecord, bool, error) {
+	filter := bson.D{{Key: "account", Value: account}, {Key: "livemode", Value: livemode}}
+	switch {
+	case f.Type != "":
+		filter = append(filter, bson.E{Key: "type", Value: f.Type})
+	case f.Family != "":
+		filter = append(filter, bson.E{Key: "family", Value: f.Family})
+	case len(f.Types) > 0:
+		filter = append(filter, bson.E{Key: "type", Value: bson.D{{Key: "$in", Value: f.Types}}})
+	}
+	if f.DeliverySuccess != nil {
+		filter = append(filter, bson.E{Key: "delivery_success", Value: *f.DeliverySuccess})
+	}
+	docs, hasMore, err := mongox.FindPage[eventDoc](ctx, r.coll, filter, p)
+	if err != nil {
+		return nil, false, err
+	}
+	out := make([]*domain.EventRecord, len(docs))
+	for i, d := range docs {
+		out[i] = d.record()
+	}
+	return out, hasMore, nil
+}
+
+// SetDeliveryStatus implements domain.EventRepository. Deliveries of one event finish
+// concurrently, so the event's writes are serialised (see stripes).
+func (r *Events) SetDeliveryStatus(ctx context.Context, event, delivery string, s domain.DeliveryStatus) error {
+	defer r.locks.lock(event)()
+	return replaceLoop(ctx, r.coll, event, domain.ErrConflict, func() (any, int64, error) {
+		d, err := r.find(ctx, event)
+		if err != nil {
+			return nil, 0, err
+		}
+		rec := d.record()
+		if !rec.SetStatus(delivery, s) {
+			return nil, 0, nil
+		}
+		return toEventDoc(rec, d.Version+1), d.Version, nil
+	})
+}
+
+// Purge implements domain.EventRepository.
+func (r *Events) Purge(ctx context.Context, before time.Time) (int64, error) {
+	res, err := r.coll.DeleteMany(ctx, bson.D{{Key: "created", Value: bson.D{{Key: "$lt", Value: before.Unix()}}}})
+	if err != nil {
+		return 0, fmt.Errorf("purge events: %w", err)
+	}
+	return res.DeletedCount, nil
+}

@@ -1,0 +1,82 @@
+package mongo_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"rentalplatform/embedded/testkit"
+	"rentalplatform/libs/asynqx"
+	"rentalplatform/libs/events"
+	"rentalplatform/libs/outbox"
+
+	"rentalplatform/webhooks-svc/internal/adapters/mongo"
+	"rentalplatform/webhooks-svc/internal/domain"
+)
+
+// The fast path rebuilds the outbox entries from the events and the request context; they must
+// match what the write stored, trace context included, or the clear would miss them and every
+// event would wait for the relay.
+func TestFastPathClearsWhatTheWriteStored(t *testing.T) {
+	t.Parallel()
+	prop := propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+	repo := mongo.NewRepository(testkit.MongoDatabase(t), prop)
+	if err := repo.EnsureIndexes(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	opt, err := asynqx.RedisOpt(testkit.Redis(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := asynq.NewClient(opt)
+	defer client.Close()
+	insp := asynq.NewInspector(opt)
+	defer insp.Close()
+	// A long grace: only the fast path may publish here.
+	relay := outbox.NewRelay(outbox.NewPublisher(client, prop), slog.New(slog.NewTextHandler(io.Discard, nil)), time.Hour, time.Hour, repo.OutboxStore())
+	fast := mongo.FastPath{Relay: relay, Repo: repo}
+
+	tp := sdktrace.NewTracerProvider()
+	defer tp.Shutdown(context.Background())
+	ctx, span := tp.Tracer("test").Start(t.Context(), "request")
+	defer span.End()
+
+	f := newFixture(t, repo)
+	e := f.endpoint(false, "fast")
+	created := raise(t, f.gen, e, "webhook_endpoint.created")
+	if err := repo.Create(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	fast.Dispatch(ctx, e.ID(), []events.Event{created})
+	u, err := repo.Update(ctx, e.ID(), f.account, false, func(e *domain.Endpoint) error {
+		raise(t, f.gen, e, "webhook_endpoint.updated")
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fast.Dispatch(ctx, e.ID(), u.NewEvents())
+
+	deadline := time.Now().Add(5 * time.Second)
+	for len(pendingIDs(t, repo, e.ID())) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the fast path left %v in the outbox", pendingIDs(t, repo, e.ID()))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, ev := range []events.Event{created, u.NewEvents()[0]} {
+		info, err := insp.GetTaskInfo(events.Queue, ev.ID)
+		if err != nil {
+			t.Fatalf("event %s not published: %v", ev.ID, err)
+		}
+		if info.Headers["traceparent"] == "" {
+			t.Fatalf("event %s published without trace context", ev.ID)
+		}
+	}
+}

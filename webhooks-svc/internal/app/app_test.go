@@ -1,0 +1,295 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"rentalplatform/embedded/testkit"
+	"rentalplatform/libs/events"
+	"rentalplatform/libs/ids"
+
+	"rentalplatform/webhooks-svc/internal/adapters/mongo"
+	"rentalplatform/webhooks-svc/internal/app"
+	"rentalplatform/webhooks-svc/internal/domain"
+)
+
+// The use cases on the real repositories (embedded store), with the scheduler, sender and
+// publisher faked so each step is driven by hand.
+
+type fakeScheduler struct {
+	mu    sync.Mutex
+	tasks map[string]time.Time // "<delivery>:<attempt>" → when
+}
+
+func (f *fakeScheduler) Schedule(_ context.Context, delivery string, attempt int, at time.Time) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	key := delivery + ":" + strconv.Itoa(attempt)
+	if _, dup := f.tasks[key]; !dup {
+		f.tasks[key] = at
+	}
+	return nil
+}
+
+func (f *fakeScheduler) count() int { f.mu.Lock(); defer f.mu.Unlock(); return len(f.tasks) }
+
+type fakeSender struct {
+	mu     sync.Mutex
+	status int
+	sent   []app.Request
+}
+
+func (f *fakeSender) Send(_ context.Context, r app.Request) domain.Result {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.sent = append(f.sent, r)
+	return domain.Result{At: r.Timestamp, Duration: time.Millisecond, Status: f.status}
+}
+
+type fakePublisher struct {
+	mu  sync.Mutex
+	evs []events.Event
+}
+
+func (f *fakePublisher) Dispatch(_ context.Context, _ string, evs []events.Event) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.evs = append(f.evs, evs...)
+}
+
+// crashingDeliveries fails the n-th Create, as a crash half-way through a fan-out would.
+type crashingDeliveries struct {
+	domain.DeliveryRepository
+	mu      sync.Mutex
+	creates int
+	failAt  int
+}
+
+func (c *crashingDeliveries) Create(ctx context.Context, d *domain.Delivery) (bool, error) {
+	c.mu.Lock()
+	c.creates++
+	n := c.creates
+	c.mu.Unlock()
+	if n == c.failAt {
+		return false, errors.New("crash")
+	}
+	return c.DeliveryRepository.Create(ctx, d)
+}
+
+type env struct {
+	svc    *app.Service
+	sched  *fakeScheduler
+	sender *fakeSender
+	pub    *fakePublisher
+	events *mongo.Events
+	delivs *crashingDeliveries
+	gen    *ids.Generator
+	caller app.Caller
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	db := testkit.MongoDatabase(t)
+	e := &env{
+		sched:  &fakeScheduler{tasks: map[string]time.Time{}},
+		sender: &fakeSender{status: 200},
+		pub:    &fakePublisher{},
+		events: mongo.NewEvents(db),
+		delivs: &crashingDeliveries{DeliveryRepository: mongo.NewDeliveries(db)},
+		gen:    ids.NewGenerator(nil),
+	}
+	e.caller = app.Caller{Account: e.gen.New(ids.Account), RequestID: "req_1", IdempotencyKey: "key-1"}
+	e.svc = app.New(app.Deps{
+		Endpoints: mongo.NewRepository(db, nil), Events: e.events, Deliveries: e.delivs,
+		Scheduler: e.sched, Sender: e.sender, Publisher: e.pub,
+		Clock: app.ClockFunc(time.Now), IDs: e.gen,
+	}, app.Config{
+		Schedule: domain.Schedule{time.Minute}, AutoDisableAfter: time.Hour, Retention: time.Hour, AllowPrivate: true,
+		RenderEndpoint: func(e *domain.Endpoint) any {
+			return map[string]any{"id": e.ID(), "object": "webhook_endpoint", "status": e.Status(), "description": e.Description()}
+		},
+	})
+	return e
+}
+
+func (e *env) endpoint(t *testing.T, events ...string) *domain.Endpoint {
+	t.Helper()
+	ep, err := e.svc.Create(t.Context(), e.caller, app.CreateEndpoint{URL: "https://example.invalid/h", EnabledEvents: events})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ep
+}
+
+func (e *env) event(t *testing.T, typ string) events.Event {
+	t.Helper()
+	ev, err := events.New(e.gen, time.Now(), events.Change{Type: typ, Account: e.caller.Account, Object: map[string]string{"id": "x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev
+}
+
+func TestIngestCompletesAfterACrashAndNeverDoubles(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.endpoint(t, "*")
+	e.endpoint(t, "payment_request.failed")
+	e.endpoint(t, "payment_request.created") // not subscribed
+	ev := e.event(t, "payment_request.failed")
+	e.delivs.failAt = 2
+	if err := e.svc.Ingest(t.Context(), ev); err == nil {
+		t.Fatal("the crash went unnoticed")
+	}
+	for range 2 { // the redelivery, and one more for good measure
+		if err := e.svc.Ingest(t.Context(), ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec, err := e.events.Get(t.Context(), ev.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.Targets) != 2 || rec.PendingWebhooks() != 2 {
+		t.Fatalf("targets %+v", rec.Targets)
+	}
+	for _, tg := range rec.Targets {
+		d, err := e.delivs.Get(t.Context(), tg.Delivery)
+		if err != nil || d.Endpoint() != tg.Endpoint || !d.Due(1) {
+			t.Fatalf("delivery %s: %v %v", tg.Delivery, d, err)
+		}
+	}
+	if n := e.sched.count(); n != 2 {
+		t.Fatalf("%d attempt tasks scheduled, want 2", n)
+	}
+}
+
+func TestDeliverRunsEachAttemptOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ep := e.endpoint(t, "payment_request.failed")
+	ev := e.event(t, "payment_request.failed")
+	if err := e.svc.Ingest(t.Context(), ev); err != nil {
+		t.Fatal(err)
+	}
+	rec, _ := e.events.Get(t.Context(), ev.ID)
+	id := rec.Targets[0].Delivery
+	ctx := t.Context()
+	if err := e.svc.Deliver(ctx, id, 2); err != nil || len(e.sender.sent) != 0 {
+		t.Fatalf("a task for an attempt not scheduled sent something: %v", err)
+	}
+	e.sender.status = 500
+	if err := e.svc.Deliver(ctx, id, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.svc.Deliver(ctx, id, 1); err != nil || len(e.sender.sent) != 1 {
+		t.Fatalf("attempt 1 ran twice (%d sends)", len(e.sender.sent))
+	}
+	r := e.sender.sent[0]
+	var body map[string]any
+	_ = json.Unmarshal(r.Body, &body)
+	if r.MessageID != ev.ID || r.URL != ep.URL() || len(r.Secrets) != 1 || body["id"] != ev.ID || body["pending_webhooks"] != float64(1) {
+		t.Fatalf("request %+v body %s", r, r.Body)
+	}
+	if _, ok := e.sched.tasks[id+":2"]; !ok {
+		t.Fatal("the retry was not scheduled")
+	}
+	e.sender.status = 200
+	if err := e.svc.Deliver(ctx, id, 2); err != nil {
+		t.Fatal(err)
+	}
+	rec, _ = e.events.Get(ctx, ev.ID)
+	if rec.PendingWebhooks() != 0 || !rec.DeliverySuccess() {
+		t.Fatalf("event after success: %+v", rec.Targets)
+	}
+}
+
+func TestDeletingAnEndpointFailsItsPendingDeliveries(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ep := e.endpoint(t, "*")
+	ev := e.event(t, "payment_request.failed")
+	if err := e.svc.Ingest(t.Context(), ev); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.svc.Delete(t.Context(), e.caller, ep.ID()); err != nil {
+		t.Fatal(err)
+	}
+	rec, _ := e.events.Get(t.Context(), ev.ID)
+	if rec.PendingWebhooks() != 0 || rec.FailedWebhooks() != 1 {
+		t.Fatalf("event after the endpoint was deleted: %+v", rec.Targets)
+	}
+	if err := e.svc.Deliver(t.Context(), rec.Targets[0].Delivery, 1); err != nil || len(e.sender.sent) != 0 {
+		t.Fatalf("delivered to a deleted endpoint: %v", err)
+	}
+}
+
+func TestEndpointEvents(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ep := e.endpoint(t, "*")
+	empty := ""
+	if _, err := e.svc.Update(t.Context(), e.caller, ep.ID(), domain.Changes{Description: &empty}); err != nil {
+		t.Fatal(err)
+	}
+	desc := "new"
+	if _, err := e.svc.Update(t.Context(), e.caller, ep.ID(), domain.Changes{Description: &desc}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.svc.Delete(t.Context(), e.caller, ep.ID()); err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, ev := range e.pub.evs {
+		types = append(types, ev.Type)
+		if *ev.Request.ID != "req_1" || *ev.Request.IdempotencyKey != "key-1" || ev.Account != e.caller.Account {
+			t.Fatalf("event %+v", ev)
+		}
+	}
+	if want := []string{"webhook_endpoint.created", "webhook_endpoint.updated", "webhook_endpoint.deleted"}; len(types) != 3 ||
+		types[0] != want[0] || types[1] != want[1] || types[2] != want[2] {
+		t.Fatalf("events %v, want %v (an update that changes nothing raises none)", types, want)
+	}
+	if prev := string(e.pub.evs[1].Data.PreviousAttributes); prev != `{"description":""}` {
+		t.Fatalf("previous_attributes %s", prev)
+	}
+}
+
+func TestPurgeExpired(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.endpoint(t, "*")
+	old, err := events.New(e.gen, time.Now().Add(-2*time.Hour), events.Change{Type: "payment_request.failed", Account: e.caller.Account, Object: map[string]string{"id": "x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recent := e.event(t, "payment_request.failed")
+	for _, ev := range []events.Event{old, recent} {
+		if err := e.svc.Ingest(t.Context(), ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec, _ := e.events.Get(t.Context(), old.ID)
+	evs, dels, err := e.svc.PurgeExpired(t.Context()) // retention: 1h
+	if err != nil || evs != 1 || dels != 1 {
+		t.Fatalf("PurgeExpired = %d events, %d deliveries, %v", evs, dels, err)
+	}
+	if _, err := e.events.Get(t.Context(), old.ID); !errors.Is(err, domain.ErrEventNotFound) {
+		t.Fatalf("old event: %v", err)
+	}
+	if _, err := e.delivs.Get(t.Context(), rec.Targets[0].Delivery); !errors.Is(err, domain.ErrDeliveryNotFound) {
+		t.Fatalf("old event's delivery: %v", err)
+	}
+	if _, err := e.events.Get(t.Context(), recent.ID); err != nil {
+		t.Fatalf("recent event: %v", err)
+	}
+	// Its leftover attempt task finds nothing and sends nothing.
+	if err := e.svc.Deliver(t.Context(), rec.Targets[0].Delivery, 1); err != nil || len(e.sender.sent) != 0 {
+		t.Fatalf("Deliver of a purged delivery: %v", err)
+	}
+}

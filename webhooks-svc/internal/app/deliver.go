@@ -1,0 +1,123 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"rentalplatform/libs/events"
+
+	"rentalplatform/webhooks-svc/internal/domain"
+)
+
+// Deliver runs the attempt task numbered attempt of a delivery: it POSTs the event, signed, to
+// the endpoint, records the attempt, and schedules the next one or ends the delivery. A task
+// the delivery no longer awaits (it was rescheduled meanwhile) sends nothing and only makes
+// sure the delivery's current state has had its effects; an attempt that was rescheduled while
+// in flight is still recorded (domain.Superseded). An endpoint that is disabled gets no attempt: the delivery
+// waits, pending, until the endpoint is enabled again. An error means the attempt could not be
+// recorded (the store is down) and the task should run again.
+func (s *Service) Deliver(ctx context.Context, id string, attempt int) error {
+	d, err := s.Deliveries.Get(ctx, id)
+	if errors.Is(err, domain.ErrDeliveryNotFound) {
+		return nil // purged with its event
+	}
+	if err != nil {
+		return err
+	}
+	if !d.Due(attempt) {
+		return s.settle(ctx, d)
+	}
+	ep, err := s.Endpoints.Get(ctx, d.Endpoint(), d.Account(), d.Livemode())
+	if errors.Is(err, domain.ErrNotFound) {
+		return s.abandon(ctx, id)
+	}
+	if err != nil {
+		return err
+	}
+	if ep.Status() != domain.StatusEnabled {
+		_, err := s.Deliveries.Update(ctx, id, func(d *domain.Delivery) error {
+			if !d.Park(attempt) {
+				return errUnchanged
+			}
+			return nil
+		})
+		return ignoreUnchanged(err)
+	}
+	rec, err := s.Events.Get(ctx, d.Event())
+	if errors.Is(err, domain.ErrEventNotFound) {
+		return s.abandon(ctx, id)
+	}
+	if err != nil {
+		return err
+	}
+
+	now := s.Clock.Now()
+	body, err := json.Marshal(events.Render(rec.Event, ep.APIVersion()))
+	if err != nil {
+		return fmt.Errorf("render event %s: %w", rec.Event.ID, err)
+	}
+	res := s.Sender.Send(ctx, Request{
+		URL: ep.URL(), MessageID: rec.Event.ID, Timestamp: now, Body: body, Secrets: ep.SigningSecrets(now),
+	})
+
+	var outcome domain.Outcome
+	d, err = s.Deliveries.Update(ctx, id, func(d *domain.Delivery) error {
+		o, err := d.Record(attempt, res, s.cfg.Schedule, s.rnd())
+		outcome = o
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if err := s.settle(ctx, d); err != nil {
+		return err
+	}
+	if outcome == domain.Superseded {
+		return nil
+	}
+	return s.noteOutcome(ctx, ep, outcome, res)
+}
+
+// settle makes sure a delivery's state has had its effects: a pending delivery with an attempt
+// due has that attempt queued, and the event knows where each delivery stands (its
+// pending_webhooks). Both steps are idempotent, so a task that runs again after a crash
+// completes what the first run left undone.
+func (s *Service) settle(ctx context.Context, d *domain.Delivery) error {
+	if err := s.ensureScheduled(ctx, d); err != nil {
+		return err
+	}
+	err := s.Events.SetDeliveryStatus(ctx, d.Event(), d.ID(), d.Status())
+	if errors.Is(err, domain.ErrEventNotFound) {
+		return nil
+	}
+	return err
+}
+
+// ensureScheduled queues the attempt a pending delivery awaits, if it has one.
+func (s *Service) ensureScheduled(ctx context.Context, d *domain.Delivery) error {
+	if d.Status() != domain.DeliveryPending || d.NextAttemptAt().IsZero() {
+		return nil
+	}
+	return s.Scheduler.Schedule(ctx, d.ID(), d.Seq(), d.NextAttemptAt())
+}
+
+// abandon fails a pending delivery that can never be made.
+func (s *Service) abandon(ctx context.Context, id string) error {
+	d, err := s.Deliveries.Update(ctx, id, func(d *domain.Delivery) error {
+		if !d.Abandon() {
+			return errUnchanged
+		}
+		return nil
+	})
+	if errors.Is(err, errUnchanged) {
+		if d, err = s.Deliveries.Get(ctx, id); err != nil {
+			return err
+		}
+	}
+	if err != nil {
+		return err
+	}
+	return s.settle(ctx, d)
+}

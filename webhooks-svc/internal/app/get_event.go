@@ -1,0 +1,24 @@
+package app
+
+import (
+	"context"
+
+	"rentalplatform/libs/ids"
+
+	"rentalplatform/webhooks-svc/internal/domain"
+)
+
+// GetEvent returns the caller's event, or domain.ErrEventNotFound.
+func (s *Service) GetEvent(ctx context.Context, caller Caller, id string) (*domain.EventRecord, error) {
+	if !ids.Valid(ids.Event, id) {
+		return nil, domain.ErrEventNotFound
+	}
+	rec, err := s.Events.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if rec.Event.Account != caller.Account || rec.Event.Livemode != caller.Livemode {
+		return nil, domain.ErrEventNotFound
+	}
+	return rec, nil
+}

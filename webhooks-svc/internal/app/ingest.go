@@ -1,0 +1,69 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"rentalplatform/libs/events"
+
+	"rentalplatform/webhooks-svc/internal/domain"
+)
+
+// Ingest stores a published event and fans it out: one delivery per subscribed endpoint, each
+// with its first attempt queued. It is idempotent, so an event published twice, or redelivered
+// after a crash half-way, ends up stored once with each delivery made once: the endpoints are
+// chosen when the event is first stored and kept with it, and the deliveries are created and
+// queued again (without effect where they already are).
+func (s *Service) Ingest(ctx context.Context, ev events.Event) error {
+	rec, err := s.Events.Get(ctx, ev.ID)
+	if errors.Is(err, domain.ErrEventNotFound) {
+		rec, err = s.store(ctx, ev)
+	}
+	if err != nil {
+		return err
+	}
+	now := s.Clock.Now()
+	for _, t := range rec.Targets {
+		d := domain.NewDelivery(domain.NewDeliveryParams{
+			ID: t.Delivery, Event: rec.Event.ID, Endpoint: t.Endpoint,
+			Account: rec.Event.Account, Livemode: rec.Event.Livemode,
+			EventCreated: time.Unix(rec.Event.Created, 0), Created: now,
+		})
+		created, err := s.Deliveries.Create(ctx, d)
+		if err != nil {
+			return err
+		}
+		if !created {
+			if d, err = s.Deliveries.Get(ctx, t.Delivery); err != nil {
+				return err
+			}
+		}
+		if err := s.ensureScheduled(ctx, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// store records a new event with the endpoints subscribed to it now. If another consumer
+// stored it first, that record wins.
+func (s *Service) store(ctx context.Context, ev events.Event) (*domain.EventRecord, error) {
+	eps, err := s.Endpoints.Subscribed(ctx, ev.Account, ev.Livemode, ev.Type)
+	if err != nil {
+		return nil, err
+	}
+	targets := make([]domain.Target, len(eps))
+	for i, e := range eps {
+		targets[i] = domain.Target{Delivery: s.IDs.New(domain.DeliveryIDPrefix), Endpoint: e.ID(), Status: domain.DeliveryPending}
+	}
+	rec := domain.NewEventRecord(ev, targets)
+	inserted, err := s.Events.Insert(ctx, rec)
+	if err != nil {
+		return nil, err
+	}
+	if !inserted {
+		return s.Events.Get(ctx, ev.ID)
+	}
+	return rec, nil
+}
