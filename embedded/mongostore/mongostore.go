@@ -49,6 +49,7 @@ type Store struct {
 	runErr error         // Run's result; read only after done is closed
 
 	closeOnce sync.Once
+	indexed   chan struct{} // closed when the _id index maintenance has stopped
 }
 
 // newMu serialises ferretdb.New, which writes a process-wide variable
@@ -129,6 +130,11 @@ func Start(ctx context.Context, opts Options) (*Store, error) {
 		_ = s.Close()
 		return nil, fmt.Errorf("mongostore: FerretDB at %s not ready: %w", s.uri, err)
 	}
+	s.indexed = make(chan struct{})
+	go func() {
+		defer close(s.indexed)
+		maintainIDIndexes(runCtx, dir, logger)
+	}()
 	return s, nil
 }
 
@@ -169,6 +175,9 @@ func (s *Store) URI() string { return s.uri }
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.cancel()
+		if s.indexed != nil {
+			<-s.indexed
+		}
 		<-s.done
 	})
 	if s.runErr != nil {

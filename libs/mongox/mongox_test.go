@@ -157,3 +157,16 @@ func TestEnsureIndexesTwice(t *testing.T) {
 		}
 	}
 }
+
+func TestCapabilitiesOfTheEmbeddedStore(t *testing.T) {
+	db := testkit.MongoDatabase(t)
+	srv := NewServer(db)
+	atomic := testkit.AtomicConditionalWrites(t, db)
+	if srv.Capabilities(context.Background()).AtomicConditionalWrites != atomic {
+		t.Fatalf("Detect disagrees with testkit about the store")
+	}
+	f := srv.VersionFilter(context.Background(), "x", "version", 3)
+	if atomic && len(f) != 2 || !atomic && len(f) != 1 {
+		t.Fatalf("VersionFilter = %v on a store with atomic conditional writes = %v", f, atomic)
+	}
+}

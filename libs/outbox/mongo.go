@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -41,6 +42,10 @@ type MongoStore struct {
 	// Tombstone names a boolean field marking soft-deleted aggregates: once their outbox is
 	// empty (their deletion event is out) the document is removed.
 	Tombstone string
+	// Server, when set, tells whether conditional writes are atomic. Where they are not (the
+	// embedded store, which also scans the whole collection for any filter beyond _id), Clear
+	// checks the outbox in code and writes by _id alone, relying on Lock.
+	Server *mongox.Server
 }
 
 // EnsureIndexes declares the index the relay's scan uses.
@@ -86,6 +91,9 @@ func (s MongoStore) Clear(ctx context.Context, aggregateID string, docs []Doc) e
 	if err != nil {
 		return fmt.Errorf("outbox clear %s: %w", aggregateID, err)
 	}
+	if s.Server != nil && !s.Server.Capabilities(ctx).AtomicConditionalWrites {
+		return s.finishByID(ctx, aggregateID)
+	}
 	empty := bson.D{{Key: "_id", Value: aggregateID}, {Key: FieldOutbox, Value: bson.D{{Key: "$size", Value: 0}}}}
 	if s.Tombstone != "" {
 		res, err := s.Coll.DeleteOne(ctx, append(empty, bson.E{Key: s.Tombstone, Value: true}))
@@ -98,6 +106,35 @@ func (s MongoStore) Clear(ctx context.Context, aggregateID string, docs []Doc) e
 	}
 	if _, err := s.Coll.UpdateOne(ctx, empty, bson.D{{Key: "$unset", Value: bson.D{{Key: FieldOutboxSince, Value: ""}}}}); err != nil {
 		return fmt.Errorf("outbox clear %s: %w", aggregateID, err)
+	}
+	return nil
+}
+
+// finishByID is the end of Clear where conditional writes are not atomic: read the document
+// by _id, and if its outbox is empty remove the tombstone or unset outbox_since, by _id.
+func (s MongoStore) finishByID(ctx context.Context, aggregateID string) error {
+	byID := bson.D{{Key: "_id", Value: aggregateID}}
+	var doc bson.M
+	err := s.Coll.FindOne(ctx, byID).Decode(&doc)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("outbox clear %s: %w", aggregateID, err)
+	}
+	if pending, _ := doc[FieldOutbox].(bson.A); len(pending) > 0 {
+		return nil
+	}
+	if dead, _ := doc[s.Tombstone].(bool); s.Tombstone != "" && dead {
+		if _, err := s.Coll.DeleteOne(ctx, byID); err != nil {
+			return fmt.Errorf("outbox clear %s: remove tombstone: %w", aggregateID, err)
+		}
+		return nil
+	}
+	if _, ok := doc[FieldOutboxSince]; ok {
+		if _, err := s.Coll.UpdateOne(ctx, byID, bson.D{{Key: "$unset", Value: bson.D{{Key: FieldOutboxSince, Value: ""}}}}); err != nil {
+			return fmt.Errorf("outbox clear %s: %w", aggregateID, err)
+		}
 	}
 	return nil
 }

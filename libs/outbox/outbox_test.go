@@ -19,6 +19,7 @@ import (
 	"rentalplatform/libs/events"
 	"rentalplatform/libs/identity"
 	"rentalplatform/libs/ids"
+	"rentalplatform/libs/mongox"
 )
 
 type aggregate struct {
@@ -44,7 +45,7 @@ func newDoc(t *testing.T, ctx context.Context, gen *ids.Generator, typ string) D
 func setup(t *testing.T) (*mongo.Collection, MongoStore, *asynq.Client, *asynq.Inspector) {
 	t.Helper()
 	coll := testkit.MongoDatabase(t).Collection("aggregates")
-	store := MongoStore{Coll: coll, Tombstone: "deleted"}
+	store := MongoStore{Coll: coll, Tombstone: "deleted", Server: mongox.NewServer(coll.Database())}
 	if err := store.EnsureIndexes(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -114,9 +114,10 @@ func causeAndMeasure(ctx context.Context, api apiClient, rcv *receiver.Receiver,
 	}
 	wg.Wait()
 	if len(failed) > 0 {
-		return nil, 0, fmt.Errorf("%d of %d updates failed, first: %v", len(failed), n, failed[0])
+		// An overloaded system is a result, not an error: report it and measure what got through.
+		fmt.Printf("    %d of %d updates failed (first: %v)\n", len(failed), n, failed[0])
 	}
-	want := n * perEvent
+	want := (n - len(failed)) * perEvent
 	count := func() []receiver.Request {
 		var out []receiver.Request
 		for _, p := range rcvPaths(rcv, pathPrefix, perEvent) {
@@ -153,8 +154,8 @@ func causeAndMeasure(ctx context.Context, api apiClient, rcv *receiver.Receiver,
 		}
 		seen[key] = true
 		i, err := strconv.Atoi(strings.TrimPrefix(desc, tag+"-"))
-		if err != nil || i >= n {
-			continue
+		if err != nil || i >= n || responded[i].IsZero() {
+			continue // not ours, or its update timed out at the client and has no response time
 		}
 		lat = append(lat, r.Time.Sub(responded[i]))
 	}

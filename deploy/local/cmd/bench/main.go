@@ -198,7 +198,8 @@ func (r result) String() string {
 func ms(d time.Duration) string { return fmt.Sprintf("%.3fms", float64(d)/float64(time.Millisecond)) }
 
 func newClient(conns int) *fasthttp.Client {
-	return &fasthttp.Client{MaxConnsPerHost: conns, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second}
+	return &fasthttp.Client{MaxConnsPerHost: conns, MaxConnWaitTimeout: 10 * time.Second,
+		ReadTimeout: 30 * time.Second, WriteTimeout: 10 * time.Second}
 }
 
 func do(c *fasthttp.Client, t target) error {

@@ -23,13 +23,14 @@ const DeliveriesCollection = "webhook_deliveries"
 type Deliveries struct {
 	coll  *mongo.Collection
 	locks *stripes
+	srv   *mongox.Server
 }
 
 var _ domain.DeliveryRepository = (*Deliveries)(nil)
 
 // NewDeliveries returns the delivery store over db.
 func NewDeliveries(db *mongo.Database) *Deliveries {
-	return &Deliveries{coll: db.Collection(DeliveriesCollection), locks: newStripes()}
+	return &Deliveries{coll: db.Collection(DeliveriesCollection), locks: newStripes(), srv: mongox.NewServer(db)}
 }
 
 // EnsureIndexes declares the unique (event, endpoint) index that keeps a redelivered event from
@@ -144,7 +145,7 @@ func (r *Deliveries) Get(ctx context.Context, id string) (*domain.Delivery, erro
 func (r *Deliveries) Update(ctx context.Context, id string, fn func(*domain.Delivery) error) (*domain.Delivery, error) {
 	defer r.locks.lock(id)()
 	var out *domain.Delivery
-	err := replaceLoop(ctx, r.coll, id, domain.ErrConflict, func() (any, int64, error) {
+	err := replaceLoop(ctx, r.srv, r.coll, id, domain.ErrConflict, func() (any, int64, error) {
 		d, err := r.find(ctx, id)
 		if err != nil {
 			return nil, 0, err

@@ -26,13 +26,14 @@ const EventsCollection = "events"
 type Events struct {
 	coll  *mongo.Collection
 	locks *stripes
+	srv   *mongox.Server
 }
 
 var _ domain.EventRepository = (*Events)(nil)
 
 // NewEvents returns the event store over db.
 func NewEvents(db *mongo.Database) *Events {
-	return &Events{coll: db.Collection(EventsCollection), locks: newStripes()}
+	return &Events{coll: db.Collection(EventsCollection), locks: newStripes(), srv: mongox.NewServer(db)}
 }
 
 // EnsureIndexes declares the list indexes (account and mode, then each filter, then _id for the
@@ -184,7 +185,7 @@ func (r *Events) List(ctx context.Context, account string, livemode bool, f doma
 // concurrently, so the event's writes are serialised (see stripes).
 func (r *Events) SetDeliveryStatus(ctx context.Context, event, delivery string, s domain.DeliveryStatus) error {
 	defer r.locks.lock(event)()
-	return replaceLoop(ctx, r.coll, event, domain.ErrConflict, func() (any, int64, error) {
+	return replaceLoop(ctx, r.srv, r.coll, event, domain.ErrConflict, func() (any, int64, error) {
 		d, err := r.find(ctx, event)
 		if err != nil {
 			return nil, 0, err

@@ -37,6 +37,7 @@ const fieldDeleted = "deleted"
 type Repository struct {
 	coll  *mongo.Collection
 	locks *stripes
+	srv   *mongox.Server
 	prop  propagation.TextMapPropagator
 	now   func() time.Time
 }
@@ -46,14 +47,14 @@ var _ domain.Repository = (*Repository)(nil)
 // NewRepository returns a repository over db. prop writes the trace context of the request
 // that raised an event into its outbox entry (nil: none).
 func NewRepository(db *mongo.Database, prop propagation.TextMapPropagator) *Repository {
-	return &Repository{coll: db.Collection(Collection), locks: newStripes(), prop: prop, now: time.Now}
+	return &Repository{coll: db.Collection(Collection), locks: newStripes(), srv: mongox.NewServer(db), prop: prop, now: time.Now}
 }
 
 // OutboxStore is the outbox of the endpoints, for the relay and the fast path. Its clears are
 // serialised with this repository's writes, and it removes a deleted endpoint once its events
 // are out.
 func (r *Repository) OutboxStore() outbox.MongoStore {
-	return outbox.MongoStore{Coll: r.coll, Lock: r.locks.lock, Tombstone: fieldDeleted}
+	return outbox.MongoStore{Coll: r.coll, Lock: r.locks.lock, Tombstone: fieldDeleted, Server: r.srv}
 }
 
 // OutboxDocs returns the outbox entries Create and Update store for events raised under ctx;
@@ -206,7 +207,7 @@ func (r *Repository) Get(ctx context.Context, id, account string, livemode bool)
 func (r *Repository) Update(ctx context.Context, id, account string, livemode bool, fn func(*domain.Endpoint) error) (*domain.Endpoint, error) {
 	defer r.locks.lock(id)()
 	var out *domain.Endpoint
-	err := replaceLoop(ctx, r.coll, id, domain.ErrConflict, func() (any, int64, error) {
+	err := replaceLoop(ctx, r.srv, r.coll, id, domain.ErrConflict, func() (any, int64, error) {
 		d, err := r.find(ctx, id, account, livemode)
 		if err != nil {
 			return nil, 0, err

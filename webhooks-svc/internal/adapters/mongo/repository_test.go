@@ -219,6 +219,10 @@ func runContract(t *testing.T, newRepo func() domain.Repository, atomicCondition
 	})
 
 	t.Run("a write from another process in between makes the update retry", func(t *testing.T) {
+		if !atomicConditionalWrites {
+			t.Skip("on FerretDB v1 writes are addressed by _id alone (its conditional writes are neither atomic " +
+				"nor index-backed) and one process serialises them; point MONGODB_URI at a MongoDB to run this")
+		}
 		t.Parallel()
 		f := newFixture(t, repo)
 		e := f.create(false, "retry")

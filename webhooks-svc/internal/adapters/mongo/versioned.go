@@ -8,8 +8,9 @@ import (
 	"sync"
 	"time"
 
-	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"rentalplatform/libs/mongox"
 )
 
 // maxUpdateAttempts bounds the optimistic-concurrency retries of one update. Every lost race
@@ -48,13 +49,13 @@ func (s *stripes) lock(id string) func() {
 // nil document means there is nothing to write. When another writer won (the version moved),
 // it waits a moment and runs step again. It returns step's error, or conflict when retries run
 // out. The caller holds the document's stripe lock.
-func replaceLoop(ctx context.Context, coll *mongo.Collection, id string, conflict error, step func() (any, int64, error)) error {
+func replaceLoop(ctx context.Context, srv *mongox.Server, coll *mongo.Collection, id string, conflict error, step func() (any, int64, error)) error {
 	for attempt := range maxUpdateAttempts {
 		next, version, err := step()
 		if err != nil || next == nil {
 			return err
 		}
-		res, err := coll.ReplaceOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "version", Value: version}}, next)
+		res, err := coll.ReplaceOne(ctx, srv.VersionFilter(ctx, id, "version", version), next)
 		if err != nil {
 			return fmt.Errorf("replace %s %s: %w", coll.Name(), id, err)
 		}
