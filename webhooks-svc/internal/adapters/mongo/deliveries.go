@@ -2,7 +2,6 @@ package mongo
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -110,26 +109,11 @@ func (d deliveryDoc) delivery() *domain.Delivery {
 
 // Create implements domain.DeliveryRepository.
 func (r *Deliveries) Create(ctx context.Context, d *domain.Delivery) (bool, error) {
-	_, err := r.coll.InsertOne(ctx, toDeliveryDoc(d, 1))
-	if mongox.IsDuplicateKey(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("insert webhook delivery: %w", err)
-	}
-	return true, nil
+	return insertOnce(ctx, r.coll, toDeliveryDoc(d, 1))
 }
 
 func (r *Deliveries) find(ctx context.Context, id string) (deliveryDoc, error) {
-	var d deliveryDoc
-	err := r.coll.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&d)
-	if errors.Is(err, mongo.ErrNoDocuments) {
-		return deliveryDoc{}, domain.ErrDeliveryNotFound
-	}
-	if err != nil {
-		return deliveryDoc{}, fmt.Errorf("find webhook delivery: %w", err)
-	}
-	return d, nil
+	return findByID[deliveryDoc](ctx, r.coll, id, domain.ErrDeliveryNotFound)
 }
 
 // Get implements domain.DeliveryRepository.

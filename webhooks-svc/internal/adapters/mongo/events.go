@@ -3,7 +3,6 @@ package mongo
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -125,26 +124,11 @@ func (d eventDoc) record() *domain.EventRecord {
 
 // Insert implements domain.EventRepository.
 func (r *Events) Insert(ctx context.Context, rec *domain.EventRecord) (bool, error) {
-	_, err := r.coll.InsertOne(ctx, toEventDoc(rec, 1))
-	if mongox.IsDuplicateKey(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("insert event: %w", err)
-	}
-	return true, nil
+	return insertOnce(ctx, r.coll, toEventDoc(rec, 1))
 }
 
 func (r *Events) find(ctx context.Context, id string) (eventDoc, error) {
-	var d eventDoc
-	err := r.coll.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&d)
-	if errors.Is(err, mongo.ErrNoDocuments) {
-		return eventDoc{}, domain.ErrEventNotFound
-	}
-	if err != nil {
-		return eventDoc{}, fmt.Errorf("find event: %w", err)
-	}
-	return d, nil
+	return findByID[eventDoc](ctx, r.coll, id, domain.ErrEventNotFound)
 }
 
 // Get implements domain.EventRepository.

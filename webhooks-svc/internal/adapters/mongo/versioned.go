@@ -2,12 +2,14 @@ package mongo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"math/rand/v2"
 	"sync"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"rentalplatform/libs/mongox"
@@ -88,4 +90,30 @@ func timeOf(p *time.Time) time.Time {
 		return time.Time{}
 	}
 	return p.UTC()
+}
+
+// insertOnce inserts doc and reports whether it was new: a duplicate key means the document
+// (or its unique twin) is already stored, which idempotent consumers treat as done.
+func insertOnce(ctx context.Context, coll *mongo.Collection, doc any) (bool, error) {
+	_, err := coll.InsertOne(ctx, doc)
+	if mongox.IsDuplicateKey(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("insert into %s: %w", coll.Name(), err)
+	}
+	return true, nil
+}
+
+// findByID reads the document with the given _id, or returns notFound.
+func findByID[T any](ctx context.Context, coll *mongo.Collection, id string, notFound error) (T, error) {
+	var d T
+	err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&d)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return d, notFound
+	}
+	if err != nil {
+		return d, fmt.Errorf("find %s %s: %w", coll.Name(), id, err)
+	}
+	return d, nil
 }
