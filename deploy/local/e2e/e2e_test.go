@@ -6,18 +6,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"rentalplatform/deploy/local/stack"
-	"rentalplatform/embedded/testkit"
 )
 
 // platform is the running stack shared by the tests of this package.
@@ -26,49 +21,10 @@ type platform struct {
 	logs *syncBuffer
 }
 
+// start starts a stack as `make run` does (see startWith).
 func start(t *testing.T) *platform {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("end-to-end: builds and starts the whole stack")
-	}
-	root, err := filepath.Abs("../../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := stack.Options{
-		RepoRoot:    root,
-		DataDir:     t.TempDir(),
-		GatewayAddr: "127.0.0.1:0",
-		AdminAddr:   "127.0.0.1:0",
-		Ephemeral:   true,
-		Env:         map[string]string{"PATH": os.Getenv("PATH"), "HOME": os.Getenv("HOME"), "LOG_LEVEL": "warn"},
-	}
-	// As `make run`: embedded stores unless real ones are configured. A real server is shared
-	// with other test binaries, so this run gets its own databases.
-	if uri := os.Getenv("MONGODB_URI"); uri != "" {
-		opts.MongoURI = uri
-		opts.DatabasePrefix = fmt.Sprintf("e2e_%d_", time.Now().UnixNano())
-	}
-	if os.Getenv("REDIS_URL") != "" {
-		opts.RedisURL = testkit.Redis(t)
-	}
-	logs := &syncBuffer{}
-	opts.Output = logs
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	st, err := stack.Start(ctx, opts)
-	if err != nil {
-		t.Fatalf("starting the stack: %v\n%s", err, logs.String())
-	}
-	t.Cleanup(func() {
-		if err := st.Stop(); err != nil {
-			t.Errorf("stopping the stack: %v", err)
-		}
-		if t.Failed() {
-			t.Logf("stack logs:\n%s", logs.String())
-		}
-	})
-	return &platform{Stack: st, logs: logs}
+	return startWith(t, stackConfig{})
 }
 
 type response struct {

@@ -63,6 +63,8 @@ func startWith(t *testing.T, cfg stackConfig) *platform {
 		Env:         env,
 		ProgramEnv:  cfg.programEnv,
 	}
+	// As `make run`: embedded stores unless real ones are configured. A real server is shared
+	// with other test binaries, so each stack gets its own databases.
 	if uri := os.Getenv("MONGODB_URI"); uri != "" {
 		opts.MongoURI = uri
 		opts.DatabasePrefix = fmt.Sprintf("e2e_%d_", time.Now().UnixNano())
