@@ -2,7 +2,6 @@ package mongo
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -10,10 +9,10 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
-	"rentalplatform/libs/events"
 	"rentalplatform/libs/eventtype"
 	"rentalplatform/libs/listing"
 	"rentalplatform/libs/mongox"
+	"rentalplatform/libs/outbox"
 
 	"rentalplatform/webhooks-svc/internal/domain"
 )
@@ -58,23 +57,17 @@ func (r *Events) EnsureIndexes(ctx context.Context, retention time.Duration) (tt
 	return ensureTTL(ctx, r.coll, "created_at_ttl", "created_at", retention)
 }
 
-// eventDoc is a stored event. created is Unix seconds (the API's unit and the list filters');
-// created_at is the same instant as a date, for a TTL index. The object and previous
-// attributes are the JSON the emitting service rendered, kept byte for byte. pending_webhooks
-// and delivery_success are derived from targets on every write, for the list filters.
+// eventDoc is a stored event: the event exactly as it waited in its service's outbox
+// (outbox.Doc: the object and previous attributes as the JSON the emitting service rendered,
+// byte for byte; created in Unix seconds, the API's unit and the list filters'), keyed by its id,
+// plus what webhooks-svc keeps about it. created_at is the same instant as a date, for a TTL
+// index. pending_webhooks and delivery_success are derived from targets on every write, for the
+// list filters.
 type eventDoc struct {
-	ID              string      `bson:"_id"`
-	Account         string      `bson:"account"`
-	Livemode        bool        `bson:"livemode"`
-	Type            string      `bson:"type"`
+	ID              string `bson:"_id"`
+	outbox.Doc      `bson:",inline"`
 	Family          string      `bson:"family"`
-	APIVersion      string      `bson:"api_version"`
-	Created         int64       `bson:"created"`
 	CreatedAt       time.Time   `bson:"created_at"`
-	RequestID       *string     `bson:"request_id"`
-	IdempotencyKey  *string     `bson:"idempotency_key"`
-	Object          string      `bson:"object"`
-	Previous        string      `bson:"previous,omitempty"`
 	Targets         []targetDoc `bson:"targets"`
 	PendingWebhooks int         `bson:"pending_webhooks"`
 	DeliverySuccess bool        `bson:"delivery_success"`
@@ -94,25 +87,16 @@ func toEventDoc(r *domain.EventRecord, version int64) eventDoc {
 		targets[i] = targetDoc{Delivery: t.Delivery, Endpoint: t.Endpoint, Status: string(t.Status)}
 	}
 	return eventDoc{
-		ID: e.ID, Account: e.Account, Livemode: e.Livemode, Type: e.Type, Family: eventtype.Family(e.Type),
-		APIVersion: e.APIVersion, Created: e.Created, CreatedAt: time.Unix(e.Created, 0).UTC(),
-		RequestID: e.Request.ID, IdempotencyKey: e.Request.IdempotencyKey,
-		Object: string(e.Data.Object), Previous: string(e.Data.PreviousAttributes),
-		Targets: targets, PendingWebhooks: r.PendingWebhooks(), DeliverySuccess: r.DeliverySuccess(),
+		ID: e.ID, Doc: outbox.ToDoc(context.Background(), nil, e), Family: eventtype.Family(e.Type),
+		CreatedAt: time.Unix(e.Created, 0).UTC(),
+		Targets:   targets, PendingWebhooks: r.PendingWebhooks(), DeliverySuccess: r.DeliverySuccess(),
 		Version: version,
 	}
 }
 
 func (d eventDoc) record() *domain.EventRecord {
-	e := events.Event{
-		ID: d.ID, Object: "event", Type: d.Type, Account: d.Account, APIVersion: d.APIVersion,
-		Created: d.Created, Livemode: d.Livemode,
-		Request: events.Request{ID: d.RequestID, IdempotencyKey: d.IdempotencyKey},
-		Data:    events.Data{Object: json.RawMessage(d.Object)},
-	}
-	if d.Previous != "" {
-		e.Data.PreviousAttributes = json.RawMessage(d.Previous)
-	}
+	e := d.Doc.Event()
+	e.ID = d.ID
 	targets := make([]domain.Target, len(d.Targets))
 	for i, t := range d.Targets {
 		targets[i] = domain.Target{Delivery: t.Delivery, Endpoint: t.Endpoint, Status: domain.DeliveryStatus(t.Status)}
