@@ -8,6 +8,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"rentalplatform/gateway/internal/app"
+	"rentalplatform/gateway/internal/domain"
 	"rentalplatform/libs/config"
 )
 
@@ -30,7 +32,22 @@ type Config struct {
 	LogLevel           slog.Level
 	ShutdownTimeout    time.Duration
 	OTelExport         bool
+
+	// Requests per second of each account in each mode (0: unlimited), and failed
+	// authentications per minute of one client address (0: unlimited).
+	RateLimitLive    int // GATEWAY_RATE_LIMIT_LIVE
+	RateLimitTest    int // GATEWAY_RATE_LIMIT_TEST
+	AuthFailureLimit int // GATEWAY_AUTH_FAILURE_LIMIT
+	// IdempotencyTTL is how long responses are kept for replays; IdempotencyLockTTL how long
+	// a request that never finished keeps its key locked.
+	IdempotencyTTL     time.Duration // GATEWAY_IDEMPOTENCY_TTL
+	IdempotencyLockTTL time.Duration // GATEWAY_IDEMPOTENCY_LOCK_TTL
+	// KeyCacheTTL bounds how long another replica keeps accepting a revoked key.
+	KeyCacheTTL time.Duration // GATEWAY_KEY_CACHE_TTL
 }
+
+// maxKeyCacheTTL is the documented bound on how late a revoke may take effect.
+const maxKeyCacheTTL = 5 * time.Second
 
 // UpstreamURLs are the base URLs of the services behind the gateway.
 type UpstreamURLs struct {
@@ -59,6 +76,13 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		LogLevel:        r.LogLevel("LOG_LEVEL"),
 		ShutdownTimeout: r.Duration("SHUTDOWN_TIMEOUT", 10*time.Second),
 		OTelExport:      r.OTelExport(),
+
+		RateLimitLive:      r.Int("GATEWAY_RATE_LIMIT_LIVE", 100, 0, domain.MaxRateLimit),
+		RateLimitTest:      r.Int("GATEWAY_RATE_LIMIT_TEST", 25, 0, domain.MaxRateLimit),
+		AuthFailureLimit:   r.Int("GATEWAY_AUTH_FAILURE_LIMIT", 60, 0, domain.MaxRateLimit),
+		IdempotencyTTL:     r.Duration("GATEWAY_IDEMPOTENCY_TTL", app.DefaultIdempotencyTTL),
+		IdempotencyLockTTL: r.Duration("GATEWAY_IDEMPOTENCY_LOCK_TTL", app.DefaultIdempotencyLockTTL),
+		KeyCacheTTL:        r.Duration("GATEWAY_KEY_CACHE_TTL", app.DefaultCacheTTL),
 	}
 	errs := []error{r.Err()}
 	if c.AdminToken != "" && len(c.AdminToken) < minAdminTokenLen {
@@ -66,6 +90,18 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	}
 	if c.UpstreamTimeout <= 0 {
 		errs = append(errs, errors.New("UPSTREAM_TIMEOUT must be positive"))
+	}
+	if c.IdempotencyTTL <= 0 {
+		errs = append(errs, errors.New("GATEWAY_IDEMPOTENCY_TTL must be positive"))
+	}
+	// A lock that could expire while its request still waits for the service would let a
+	// retry run the request a second time.
+	if c.IdempotencyLockTTL <= c.UpstreamTimeout {
+		errs = append(errs, fmt.Errorf("GATEWAY_IDEMPOTENCY_LOCK_TTL (%s) must be longer than UPSTREAM_TIMEOUT (%s)",
+			c.IdempotencyLockTTL, c.UpstreamTimeout))
+	}
+	if c.KeyCacheTTL <= 0 || c.KeyCacheTTL > maxKeyCacheTTL {
+		errs = append(errs, fmt.Errorf("GATEWAY_KEY_CACHE_TTL must be more than 0 and at most %s (the revoke bound)", maxKeyCacheTTL))
 	}
 	if _, err := redis.ParseURL(c.RedisURL); err != nil {
 		errs = append(errs, fmt.Errorf("REDIS_URL: %w", err))

@@ -44,6 +44,8 @@ type fakeService struct {
 	signer *identity.Signer
 
 	mu sync.Mutex
+	// calls counts the requests that reached the service, by path.
+	calls map[string]int
 	// uploadStarted, when set, is closed once an upload's first MiB has arrived, which
 	// proves the gateway streams instead of buffering the whole body first.
 	uploadStarted chan struct{}
@@ -55,13 +57,20 @@ func newFakeService(t testing.TB, name string, secret []byte) *fakeService {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fakeService{name: name, signer: signer}
+	f := &fakeService{name: name, signer: signer, calls: map[string]int{}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
 }
 
 func (f *fakeService) URL() string { return f.srv.URL }
+
+// callsTo returns how many requests for path reached the service.
+func (f *fakeService) callsTo(path string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[path]
+}
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
@@ -85,10 +94,21 @@ func (f *fakeService) serve(w http.ResponseWriter, r *http.Request) {
 			"type": "authentication_error", "code": "internal_identity_invalid", "message": err.Error()}})
 		return
 	}
+	f.mu.Lock()
+	f.calls[r.URL.Path]++
+	f.mu.Unlock()
 	w.Header().Set("X-Upstream", f.name)
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Request-Id", "req_from_the_service_must_not_leak")
 	switch {
+	case strings.HasSuffix(r.URL.Path, "/slow"):
+		_, _ = io.Copy(io.Discard, r.Body)
+		time.Sleep(700 * time.Millisecond)
+		writeJSON(w, http.StatusOK, map[string]string{"slow": "yes", "request_id": id.RequestID})
+		return
+	case strings.HasSuffix(r.URL.Path, "/conflict"):
+		writeJSON(w, http.StatusConflict, envelope("lock_timeout", id.RequestID))
+		return
 	case strings.HasSuffix(r.URL.Path, "/sleep"):
 		// Reading the body to its end is what lets net/http notice the gateway hanging up.
 		_, _ = io.Copy(io.Discard, r.Body)

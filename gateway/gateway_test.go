@@ -31,10 +31,11 @@ type stack struct {
 	services map[string]*fakeService
 	public   string
 	admin    string
+	redis    string // REDIS_URL of the gateway
 }
 
-// startStack starts the gateway with env on top of the defaults; upstream URLs not set in env
-// point at fresh fake services.
+// startStack starts the gateway with env on top of the defaults (rate limits off); upstream URLs
+// not set in env point at fresh fake services.
 func startStack(t testing.TB, env map[string]string) *stack {
 	t.Helper()
 	mongo := testkit.Mongo(t)
@@ -47,6 +48,11 @@ func startStack(t testing.TB, env map[string]string) *stack {
 		"REDIS_URL":            testkit.Redis(t),
 		"INTERNAL_AUTH_SECRET": testSecret,
 		"SHUTDOWN_TIMEOUT":     "5s",
+		// Limits are off unless a test is about them: the tests fire requests far faster
+		// than the default 25 a second of test mode.
+		"GATEWAY_RATE_LIMIT_TEST":    "0",
+		"GATEWAY_RATE_LIMIT_LIVE":    "0",
+		"GATEWAY_AUTH_FAILURE_LIMIT": "0",
 	}
 	s := &stack{services: map[string]*fakeService{}}
 	for _, svc := range []struct{ name, env string }{
@@ -63,6 +69,7 @@ func startStack(t testing.TB, env map[string]string) *stack {
 	for k, v := range env {
 		full[k] = v
 	}
+	s.redis = full["REDIS_URL"]
 	s.proc = servicetest.Start(t, run, full, "public", "admin")
 	s.public, s.admin = s.proc.URL("public"), s.proc.URL("admin")
 	return s
@@ -259,7 +266,8 @@ func TestGateway(t *testing.T) {
 		r := do(t, "POST", s.admin+"/admin/api_keys", strings.NewReader(`{"account":"acct_admin2"}`), jsonHeaders(testAdminToken))
 		var raw map[string]any
 		r.json(t, &raw)
-		if len(raw) != 8 || raw["last_used"] != nil || raw["livemode"] != false {
+		if len(raw) != 12 || raw["last_used"] != nil || raw["livemode"] != false || raw["type"] != "secret" ||
+			raw["permissions"] != nil || raw["rate_limit"] != nil || raw["expires"] != nil {
 			t.Fatalf("create response = %s", r.body)
 		}
 
@@ -446,7 +454,8 @@ func TestGateway(t *testing.T) {
 				}
 				h := jsonHeaders(*testKey.Secret)
 				h["Accept"] = "application/json"
-				h["Idempotency-Key"] = "idem-" + method
+				// One key per request: a key reused on another path is refused (idempotency).
+				h["Idempotency-Key"] = "idem-" + method + tc.path
 				// Forged identity and a header the gateway does not forward.
 				h["X-Rental-Account"] = "acct_evil"
 				h["X-Rental-Livemode"] = "true"
@@ -462,7 +471,7 @@ func TestGateway(t *testing.T) {
 				var e echo
 				r.json(t, &e)
 				want := echo{Service: tc.service, Method: method, Path: tc.path, Query: "limit=3&expand[]=data.x&q=a%20b",
-					Account: "acct_alpha", Livemode: false, RequestID: r.header.Get("Request-Id"), IdempotencyKey: "idem-" + method,
+					Account: "acct_alpha", Livemode: false, RequestID: r.header.Get("Request-Id"), IdempotencyKey: "idem-" + method + tc.path,
 					Accept: "application/json", ContentType: "application/json"}
 				if method == "POST" {
 					want.BodyLen = 7

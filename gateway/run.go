@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	keystore "rentalplatform/gateway/internal/adapters/mongo"
+	redisadapter "rentalplatform/gateway/internal/adapters/redis"
 	"rentalplatform/gateway/internal/adapters/upstream"
 	"rentalplatform/gateway/internal/app"
 	httpport "rentalplatform/gateway/internal/ports/http"
@@ -66,15 +67,29 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) (err
 		return fmt.Errorf("gateway key store: %w", err)
 	}
 
-	// Redis is not used by any request yet; it is checked by /readyz because rate limits and
-	// idempotency will live there, and a gateway that cannot reach it is not ready.
+	// Redis holds rate-limit buckets and idempotency records. It sits on the request path, so
+	// a Redis that hangs must fail fast (short timeouts unless REDIS_URL sets its own): rate
+	// limits then fail open, idempotent requests closed (see docs/architecture.md).
 	redisOpts, err := redis.ParseURL(cfg.RedisURL)
 	if err != nil {
 		return fmt.Errorf("gateway: REDIS_URL: %w", err)
 	}
+	if redisOpts.DialTimeout == 0 {
+		redisOpts.DialTimeout = time.Second
+	}
+	if redisOpts.ReadTimeout == 0 {
+		redisOpts.ReadTimeout = time.Second
+	}
+	if redisOpts.WriteTimeout == 0 {
+		redisOpts.WriteTimeout = time.Second
+	}
+	redisOpts.ContextTimeoutEnabled = true
 	rdb := redis.NewClient(redisOpts)
 	defer cleanup(func(context.Context) error { return rdb.Close() }, "redis close")
-	if err := redisotel.InstrumentTracing(rdb, redisotel.WithTracerProvider(tel.TracerProvider)); err != nil {
+	// Without the caller's file and line on every span: runtime.Caller per Redis command was
+	// the largest single cost of an idempotent request.
+	if err := redisotel.InstrumentTracing(rdb, redisotel.WithTracerProvider(tel.TracerProvider),
+		redisotel.WithCallerEnabled(false)); err != nil {
 		return fmt.Errorf("gateway: redis tracing: %w", err)
 	}
 
@@ -88,7 +103,17 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) (err
 	}
 
 	idgen := ids.NewGenerator(nil)
-	svc := app.New(keys, log, app.Options{IDs: idgen})
+	svc := app.New(keys, log, app.Options{
+		IDs:      idgen,
+		CacheTTL: cfg.KeyCacheTTL,
+		Limiter:  redisadapter.NewLimiter(rdb),
+		Limits: app.Limits{
+			LivePerSecond: cfg.RateLimitLive, TestPerSecond: cfg.RateLimitTest,
+			AuthFailuresPerMinute: cfg.AuthFailureLimit,
+		},
+		Idempotency:        redisadapter.NewIdempotency(rdb, cfg.IdempotencyTTL, nil),
+		IdempotencyLockTTL: cfg.IdempotencyLockTTL,
+	})
 
 	checks := []fiberx.Check{
 		terseCheck(log, "mongodb", func(ctx context.Context) error { return mongox.Ping(ctx, db) }),
@@ -98,7 +123,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) (err
 		checks = append(checks, terseCheck(log, u.Name(), u.Check))
 	}
 	public := httpport.NewPublic(httpport.PublicConfig{
-		Logger: log, Keys: svc, Signer: signer, Services: services,
+		Logger: log, Keys: svc, Limits: svc, Idempotency: svc, Signer: signer, Services: services,
 		BodyLimit: cfg.BodyLimit, UploadBodyLimit: cfg.UploadBodyLimit, IDs: idgen,
 		TracerProvider: tel.TracerProvider, Propagator: tel.Propagator, Checks: checks,
 	})

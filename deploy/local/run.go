@@ -21,6 +21,9 @@ var passThrough = []string{
 	"OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES", "OTEL_TRACES_SAMPLER", "OTEL_TRACES_SAMPLER_ARG",
 	"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_PROTOCOL",
 	"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_INSECURE",
+	// The gateway's limits and idempotency settings; unset, the gateway's defaults apply.
+	"GATEWAY_RATE_LIMIT_LIVE", "GATEWAY_RATE_LIMIT_TEST", "GATEWAY_AUTH_FAILURE_LIMIT",
+	"GATEWAY_IDEMPOTENCY_TTL", "GATEWAY_IDEMPOTENCY_LOCK_TTL", "GATEWAY_KEY_CACHE_TTL",
 }
 
 // devOnly are the safety settings the local stack relaxes by default.
@@ -109,6 +112,23 @@ func printBanner(w io.Writer, st *stack.Stack, opts stack.Options) {
 	} else {
 		b.WriteString("\n  Using MONGODB_URI and REDIS_URL as given; nothing embedded.\n")
 	}
+	// The gateway's defaults, shown so a first user knows why a loop of requests gets 429.
+	var limits []string
+	for _, l := range []struct{ name, env, def string }{
+		{"test", "GATEWAY_RATE_LIMIT_TEST", "25"}, {"live", "GATEWAY_RATE_LIMIT_LIVE", "100"},
+	} {
+		v := opts.Env[l.env]
+		if v == "" {
+			v = l.def
+		}
+		if v == "0" {
+			v = "off"
+		} else {
+			v += " req/s"
+		}
+		limits = append(limits, fmt.Sprintf("%s %s (%s)", l.name, v, l.env))
+	}
+	fmt.Fprintf(&b, "\n  Rate limits per account: %s; 0 turns one off\n", strings.Join(limits, ", "))
 	b.WriteString("\n  Webhook deliveries on this machine:\n")
 	for _, k := range devOnly {
 		fmt.Fprintf(&b, "    %s=%s", k, opts.Env[k])

@@ -40,6 +40,13 @@ func deliveryEnv(schedule string) map[string]string {
 	}
 }
 
+// gatewayLimitsOff turns the gateway's rate limits off (0 = unlimited).
+var gatewayLimitsOff = map[string]string{
+	"GATEWAY_RATE_LIMIT_TEST":    "0",
+	"GATEWAY_RATE_LIMIT_LIVE":    "0",
+	"GATEWAY_AUTH_FAILURE_LIMIT": "0",
+}
+
 // startWith is `start` with settings; each call is an independent stack.
 func startWith(t *testing.T, cfg stackConfig) *platform {
 	t.Helper()
@@ -51,6 +58,11 @@ func startWith(t *testing.T, cfg stackConfig) *platform {
 		t.Fatal(err)
 	}
 	env := map[string]string{"PATH": os.Getenv("PATH"), "HOME": os.Getenv("HOME"), "LOG_LEVEL": "warn"}
+	// The gateway's rate limits are off unless a test sets them (the gateway_ratelimit
+	// tests): these tests fire requests faster than test mode's default 25 a second.
+	for k, v := range gatewayLimitsOff {
+		env[k] = v
+	}
 	for k, v := range cfg.env {
 		env[k] = v
 	}

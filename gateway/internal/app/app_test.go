@@ -92,13 +92,62 @@ func (m *memKeys) Revoke(_ context.Context, id string, at time.Time) (domain.Key
 	for h, k := range m.byHash {
 		if k.ID() == id {
 			if !k.Revoked() {
-				k = domain.RehydrateKey(k.ID(), k.Account(), k.Livemode(), k.Hash(), k.Created(), k.LastUsed(), at)
+				k = rehydrate(k, func(s *domain.KeyState) { s.RevokedAt = at })
 				m.byHash[h] = k
 			}
 			return k, nil
 		}
 	}
 	return domain.Key{}, domain.KeyNotFound(id)
+}
+
+func (m *memKeys) Roll(_ context.Context, old, next domain.Key) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cur, ok := m.byHash[old.Hash()]
+	if !ok {
+		return domain.KeyNotFound(old.ID())
+	}
+	if cur.Revoked() || !cur.ExpiresAt().IsZero() {
+		return domain.KeyNotRollable(old.ID())
+	}
+	if _, ok := m.byHash[next.Hash()]; ok {
+		return domain.ErrKeyExists
+	}
+	m.byHash[old.Hash()] = rehydrate(cur, func(s *domain.KeyState) { s.ExpiresAt = old.ExpiresAt() })
+	m.byHash[next.Hash()] = next
+	return nil
+}
+
+func (m *memKeys) SetRateLimit(_ context.Context, id string, r *domain.RateLimit) (domain.Key, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for h, k := range m.byHash {
+		if k.ID() == id {
+			k, err := k.WithRateLimit(r)
+			if err != nil {
+				return domain.Key{}, err
+			}
+			m.byHash[h] = k
+			return k, nil
+		}
+	}
+	return domain.Key{}, domain.KeyNotFound(id)
+}
+
+// rehydrate copies k with change applied to its stored form.
+func rehydrate(k domain.Key, change func(*domain.KeyState)) domain.Key {
+	s := domain.KeyState{ID: k.ID(), Account: k.Account(), Livemode: k.Livemode(), Type: k.Type(), Hash: k.Hash(),
+		Created: k.Created(), LastUsed: k.LastUsed(), ExpiresAt: k.ExpiresAt(), RevokedAt: k.RevokedAt()}
+	if r, ok := k.RateLimit(); ok {
+		s.RateLimit = &r.PerSecond
+	}
+	s.Permissions = map[string]string{}
+	for r, a := range k.Permissions().Map() {
+		s.Permissions[string(r)] = a.String()
+	}
+	change(&s)
+	return domain.RehydrateKey(s)
 }
 
 func (m *memKeys) TouchLastUsed(_ context.Context, _ string, at time.Time) error {
@@ -168,7 +217,7 @@ func TestAuthenticate(t *testing.T) {
 		{"test key", testSecret, &testKey},
 		{"live key", liveSecret, &liveKey},
 		{"revoked", revokedSecret, nil},
-		{"unknown", domain.NewSecret(false), nil},
+		{"unknown", domain.NewSecret(domain.KeySecret, false), nil},
 		{"malformed", "sk_test_nope", nil},
 		{"empty", "", nil},
 		{"test secret with live prefix", "sk_live_" + testSecret[len("sk_test_"):], nil},
@@ -210,7 +259,7 @@ func TestCacheTTLAndRevocation(t *testing.T) {
 	a := newService(t, repo, clk, app.Options{CacheTTL: 2 * time.Second})
 	b := newService(t, repo, clk, app.Options{CacheTTL: 2 * time.Second})
 	k, secret := mustCreate(t, a, "acct_a", false)
-	unknown := domain.NewSecret(false)
+	unknown := domain.NewSecret(domain.KeySecret, false)
 
 	for _, s := range []*app.Service{a, b} {
 		for i := 0; i < 3; i++ {
@@ -317,7 +366,7 @@ func TestCacheIsBounded(t *testing.T) {
 	}
 	// A flood of unknown secrets only competes with other unknown secrets.
 	for i := 0; i < 100; i++ {
-		_, _ = s.Authenticate(ctx, domain.NewSecret(false))
+		_, _ = s.Authenticate(ctx, domain.NewSecret(domain.KeySecret, false))
 	}
 	before := repo.lookups.Load()
 	if _, err := s.Authenticate(ctx, secret); err != nil {
@@ -374,7 +423,7 @@ func TestCreateKey(t *testing.T) {
 	repo := newMemKeys()
 	s := newService(t, repo, newClock(), app.Options{})
 
-	imported := domain.NewSecret(false)
+	imported := domain.NewSecret(domain.KeySecret, false)
 	// Trying the secret before it exists leaves a negative cache entry...
 	if _, err := s.Authenticate(ctx, imported); !errors.Is(err, app.ErrUnauthenticated) {
 		t.Fatal(err)

@@ -8,8 +8,8 @@ import (
 	"rentalplatform/gateway/internal/domain"
 )
 
-// ErrUnauthenticated is the one answer for a secret that is malformed, unknown or revoked:
-// callers must not be able to tell these apart.
+// ErrUnauthenticated is the one answer for a secret that is malformed, unknown, revoked or
+// expired: callers must not be able to tell these apart.
 var ErrUnauthenticated = errors.New("invalid API key")
 
 // Authenticate returns the active key whose secret this is. Any other error than
@@ -18,7 +18,7 @@ var ErrUnauthenticated = errors.New("invalid API key")
 // Unknown and revoked secrets take the same path: the same cache lookup, or the same one
 // lookup by hash in the store, then one check in code.
 func (s *Service) Authenticate(ctx context.Context, secret string) (domain.Key, error) {
-	livemode, ok := domain.ParseSecret(secret)
+	typ, livemode, ok := domain.ParseSecret(secret)
 	if !ok {
 		return domain.Key{}, ErrUnauthenticated
 	}
@@ -27,12 +27,13 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (domain.Key, 
 	if err != nil {
 		return domain.Key{}, fmt.Errorf("authenticate: %w", err)
 	}
-	// The mode is part of the hashed secret, so the mode check cannot fail for a stored key;
-	// it stays as a guard against a store that returned the wrong document.
-	if !found || k.Revoked() || k.Livemode() != livemode || k.Hash() != h {
+	// The type and mode are part of the hashed secret, so these checks cannot fail for a
+	// stored key; they stay as a guard against a store that returned the wrong document.
+	now := s.now()
+	if !found || !k.Active(now) || k.Livemode() != livemode || k.Type() != typ || k.Hash() != h {
 		return domain.Key{}, ErrUnauthenticated
 	}
-	s.usage.seen(k.ID(), s.now())
+	s.usage.seen(k.ID(), now)
 	return k, nil
 }
 

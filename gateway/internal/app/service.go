@@ -1,5 +1,6 @@
-// Package app holds the gateway's use cases: making, listing and revoking API keys, and
-// authenticating a request's secret key.
+// Package app holds the gateway's use cases: making, listing, rolling, changing and revoking
+// API keys; authenticating a request's key; rate limits per account and mode (and per client
+// address for failed authentications); and idempotent replays of POST requests.
 package app
 
 import (
@@ -21,6 +22,10 @@ const (
 	DefaultCacheSize = 10_000
 	// DefaultLastUsedInterval is how often at most a key's last_used is written.
 	DefaultLastUsedInterval = time.Minute
+	// DefaultIdempotencyTTL is how long a response is kept for replays.
+	DefaultIdempotencyTTL = 24 * time.Hour
+	// DefaultIdempotencyLockTTL bounds how long a crashed request keeps its key locked.
+	DefaultIdempotencyLockTTL = 2 * time.Minute
 	// lookupTimeout bounds one key lookup in the store. It runs detached from the request
 	// that started it, because other requests may be waiting on the same lookup.
 	lookupTimeout = 5 * time.Second
@@ -31,6 +36,16 @@ type Options struct {
 	CacheTTL         time.Duration
 	CacheSize        int
 	LastUsedInterval time.Duration
+	// Limiter enforces rate limits; nil turns every limit off.
+	Limiter RateLimiter
+	// Limits are the default rate limits of each mode and of failed authentications.
+	Limits Limits
+	// Idempotency stores idempotency keys and responses; nil answers every request that
+	// carries a key with ErrIdempotencyUnavailable.
+	Idempotency IdempotencyStore
+	// IdempotencyLockTTL bounds how long an idempotency key stays locked by a request that
+	// never finished (a crashed gateway) [DefaultIdempotencyLockTTL].
+	IdempotencyLockTTL time.Duration
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 	// IDs makes key ids (a new generator when nil).
@@ -46,6 +61,15 @@ type Service struct {
 	cache   *keyCache
 	usage   *usageRecorder
 	lookups singleflight.Group
+
+	limiter  RateLimiter
+	limits   Limits
+	leases   *leaseTable
+	blocked  *blockList
+	redisLog *throttledLog
+
+	idem        IdempotencyStore
+	idemLockTTL time.Duration
 }
 
 // New returns a Service storing keys in keys. Call Run to have last_used recorded.
@@ -65,12 +89,22 @@ func New(keys domain.KeyRepository, log *slog.Logger, opt Options) *Service {
 	if opt.IDs == nil {
 		opt.IDs = ids.NewGenerator(opt.Now)
 	}
+	if opt.IdempotencyLockTTL <= 0 {
+		opt.IdempotencyLockTTL = DefaultIdempotencyLockTTL
+	}
 	return &Service{
-		keys:  keys,
-		log:   log,
-		now:   opt.Now,
-		ids:   opt.IDs,
-		cache: newKeyCache(opt.CacheTTL, opt.CacheSize),
-		usage: newUsageRecorder(keys, log, opt.LastUsedInterval),
+		keys:        keys,
+		log:         log,
+		now:         opt.Now,
+		ids:         opt.IDs,
+		cache:       newKeyCache(opt.CacheTTL, opt.CacheSize),
+		usage:       newUsageRecorder(keys, log, opt.LastUsedInterval),
+		limiter:     opt.Limiter,
+		limits:      opt.Limits,
+		leases:      newLeaseTable(),
+		blocked:     newBlockList(blockListSize),
+		redisLog:    &throttledLog{log: log, every: 10 * time.Second},
+		idem:        opt.Idempotency,
+		idemLockTTL: opt.IdempotencyLockTTL,
 	}
 }

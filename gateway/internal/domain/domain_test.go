@@ -47,27 +47,36 @@ func TestParseSecret(t *testing.T) {
 		secret   string
 		ok       bool
 		livemode bool
+		typ      domain.KeyType
 	}{
-		{"test", "sk_test_" + body, true, false},
-		{"live", "sk_live_" + body, true, true},
-		{"generated test", domain.NewSecret(false), true, false},
-		{"generated live", domain.NewSecret(true), true, true},
-		{"max length", "sk_test_" + strings.Repeat("a", 128), true, false},
-		{"too long", "sk_test_" + strings.Repeat("a", 129), false, false},
-		{"too short", "sk_test_" + body[:31], false, false},
-		{"prefix only", "sk_test_", false, false},
-		{"empty", "", false, false},
-		{"publishable", "pk_test_" + body, false, false},
-		{"upper prefix", "SK_TEST_" + body, false, false},
-		{"bad char", "sk_test_" + body[:31] + "+", false, false},
-		{"padding", "sk_test_" + body[:31] + "=", false, false},
-		{"space", "sk_test_" + body[:31] + " ", false, false},
-		{"restricted", "rk_live_" + body, false, false},
+		{"test", "sk_test_" + body, true, false, ""},
+		{"live", "sk_live_" + body, true, true, ""},
+		{"generated test", domain.NewSecret(domain.KeySecret, false), true, false, ""},
+		{"generated live", domain.NewSecret(domain.KeySecret, true), true, true, ""},
+		{"max length", "sk_test_" + strings.Repeat("a", 128), true, false, ""},
+		{"too long", "sk_test_" + strings.Repeat("a", 129), false, false, ""},
+		{"too short", "sk_test_" + body[:31], false, false, ""},
+		{"prefix only", "sk_test_", false, false, ""},
+		{"empty", "", false, false, ""},
+		{"publishable", "pk_test_" + body, false, false, ""},
+		{"upper prefix", "SK_TEST_" + body, false, false, ""},
+		{"bad char", "sk_test_" + body[:31] + "+", false, false, ""},
+		{"padding", "sk_test_" + body[:31] + "=", false, false, ""},
+		{"space", "sk_test_" + body[:31] + " ", false, false, ""},
+		{"restricted live", "rk_live_" + body, true, true, domain.KeyRestricted},
+		{"restricted test", "rk_test_" + body, true, false, domain.KeyRestricted},
+		{"generated restricted", domain.NewSecret(domain.KeyRestricted, true), true, true, domain.KeyRestricted},
+		{"restricted too short", "rk_test_" + body[:31], false, false, ""},
+		{"restricted bad char", "rk_test_" + body[:31] + "!", false, false, ""},
+		{"upper restricted", "RK_TEST_" + body, false, false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			live, ok := domain.ParseSecret(tc.secret)
-			if ok != tc.ok || live != tc.livemode {
-				t.Errorf("ParseSecret(%q) = (%v, %v), want (%v, %v)", tc.secret, live, ok, tc.livemode, tc.ok)
+			if tc.ok && tc.typ == "" {
+				tc.typ = domain.KeySecret
+			}
+			typ, live, ok := domain.ParseSecret(tc.secret)
+			if ok != tc.ok || live != tc.livemode || typ != tc.typ {
+				t.Errorf("ParseSecret(%q) = (%q, %v, %v), want (%q, %v, %v)", tc.secret, typ, live, ok, tc.typ, tc.livemode, tc.ok)
 			}
 		})
 	}
@@ -77,8 +86,8 @@ func TestNewSecretShape(t *testing.T) {
 	seen := map[string]bool{}
 	for _, live := range []bool{false, true} {
 		for i := 0; i < 100; i++ {
-			s := domain.NewSecret(live)
-			if !strings.HasPrefix(s, domain.SecretPrefix(live)) || len(s) != len(domain.SecretPrefix(live))+43 {
+			s := domain.NewSecret(domain.KeySecret, live)
+			if !strings.HasPrefix(s, domain.SecretPrefix(domain.KeySecret, live)) || len(s) != len(domain.SecretPrefix(domain.KeySecret, live))+43 {
 				t.Fatalf("NewSecret(%v) = %q: want prefix and 43 base64url characters (32 bytes)", live, s)
 			}
 			if seen[s] {
@@ -111,7 +120,7 @@ func TestHashRoundTrip(t *testing.T) {
 func TestNewKey(t *testing.T) {
 	gen := ids.NewGenerator(nil)
 	now := time.Unix(1700000000, 0)
-	testSecret, liveSecret := domain.NewSecret(false), domain.NewSecret(true)
+	testSecret, liveSecret := domain.NewSecret(domain.KeySecret, false), domain.NewSecret(domain.KeySecret, true)
 	for _, tc := range []struct {
 		name     string
 		id       string
@@ -130,7 +139,7 @@ func TestNewKey(t *testing.T) {
 		{"test secret on live key", gen.New(ids.APIKey), "acct_1", true, testSecret, "secret"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			k, err := domain.NewKey(tc.id, tc.account, tc.livemode, tc.secret, now)
+			k, err := domain.NewKey(tc.id, domain.KeySpec{Account: tc.account, Livemode: tc.livemode}, tc.secret, now)
 			if tc.param != "" {
 				var de *domain.Error
 				if err == nil || domain.KindOf(err) != domain.KindInvalid {
@@ -155,13 +164,25 @@ func TestNewKey(t *testing.T) {
 }
 
 func TestRehydrateKey(t *testing.T) {
-	h := domain.HashSecret(domain.NewSecret(true))
+	h := domain.HashSecret(domain.NewSecret(domain.KeySecret, true))
 	created, used, revoked := time.Unix(1, 0), time.Unix(2, 0), time.Unix(3, 0)
-	k := domain.RehydrateKey("key_x", "acct_1", true, h, created, used, revoked)
-	if !k.Revoked() || !k.RevokedAt().Equal(revoked) || !k.LastUsed().Equal(used) || k.Hash() != h {
+	k := domain.RehydrateKey(domain.KeyState{ID: "key_x", Account: "acct_1", Livemode: true, Hash: h,
+		Created: created, LastUsed: used, RevokedAt: revoked})
+	if !k.Revoked() || !k.RevokedAt().Equal(revoked) || !k.LastUsed().Equal(used) || k.Hash() != h || k.Type() != domain.KeySecret {
 		t.Fatalf("RehydrateKey lost fields: %+v", k)
 	}
-	if domain.RehydrateKey("key_x", "acct_1", true, h, created, time.Time{}, time.Time{}).Revoked() {
+	if domain.RehydrateKey(domain.KeyState{ID: "key_x", Account: "acct_1", Livemode: true, Hash: h, Created: created}).Revoked() {
 		t.Fatal("a key without revocation time is active")
+	}
+	rate := 7
+	r := domain.RehydrateKey(domain.KeyState{ID: "key_y", Account: "acct_1", Type: domain.KeyRestricted, Hash: h,
+		Permissions: map[string]string{"events": "read", "payment_requests": "write", "nonsense": "write", "collection_cases": "bogus"},
+		RateLimit:   &rate, ExpiresAt: time.Unix(10, 0)})
+	if got := r.Permissions().Map(); got[domain.ResEvents] != domain.AccessRead || got[domain.ResPaymentRequests] != domain.AccessWrite ||
+		got[domain.ResCollectionCases] != domain.AccessNone || len(got) != len(domain.Resources()) {
+		t.Fatalf("permissions = %v", got)
+	}
+	if rl, ok := r.RateLimit(); !ok || rl.PerSecond != 7 || !r.ExpiresAt().Equal(time.Unix(10, 0)) {
+		t.Fatalf("rate limit / expiry lost: %+v", r)
 	}
 }

@@ -18,6 +18,12 @@ const (
 	KindReferenceMissing
 	// KindConflict: the object already exists (409).
 	KindConflict
+	// KindInvalidState: the object's state refuses the request (409).
+	KindInvalidState
+	// KindIdempotencyInUse: a request with the same idempotency key is still running (409).
+	KindIdempotencyInUse
+	// KindIdempotencyReused: the idempotency key belongs to a different request (400).
+	KindIdempotencyReused
 )
 
 // Error is a domain error. Param names the offending parameter, if any; Message is safe to
@@ -46,6 +52,15 @@ func KindOf(err error) ErrorKind {
 
 func invalid(param, format string, args ...any) *Error {
 	return &Error{Kind: KindInvalid, Param: param, Message: fmt.Sprintf(format, args...)}
+}
+
+func invalidState(format string, args ...any) *Error {
+	return &Error{Kind: KindInvalidState, Message: fmt.Sprintf(format, args...)}
+}
+
+// KeyNotRollable is the error of a roll that lost a race with a revoke or another roll.
+func KeyNotRollable(id string) *Error {
+	return invalidState("The API key %s was revoked or rolled meanwhile and cannot be rolled.", id)
 }
 
 // KeyNotFound is the error for a key id that does not exist.

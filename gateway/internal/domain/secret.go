@@ -9,10 +9,12 @@ import (
 )
 
 // Secret prefixes. The prefix is part of the hashed secret, so a test secret can never
-// authenticate as a live one.
+// authenticate as a live one, nor a restricted secret as a full one.
 const (
-	TestSecretPrefix = "sk_test_"
-	LiveSecretPrefix = "sk_live_"
+	TestSecretPrefix           = "sk_test_"
+	LiveSecretPrefix           = "sk_live_"
+	TestRestrictedSecretPrefix = "rk_test_"
+	LiveRestrictedSecretPrefix = "rk_live_"
 )
 
 const (
@@ -46,36 +48,51 @@ func ParseHash(s string) (Hash, error) {
 	return h, nil
 }
 
-// SecretPrefix returns the prefix of secrets of the given mode.
-func SecretPrefix(livemode bool) string {
-	if livemode {
+// SecretPrefix returns the prefix of secrets of the given type and mode.
+func SecretPrefix(t KeyType, livemode bool) string {
+	switch {
+	case t == KeyRestricted && livemode:
+		return LiveRestrictedSecretPrefix
+	case t == KeyRestricted:
+		return TestRestrictedSecretPrefix
+	case livemode:
 		return LiveSecretPrefix
 	}
 	return TestSecretPrefix
 }
 
-// NewSecret returns a fresh random secret for the given mode.
-func NewSecret(livemode bool) string { return ids.Secret(SecretPrefix(livemode), secretBytes) }
+// NewSecret returns a fresh random secret for a key of the given type and mode.
+func NewSecret(t KeyType, livemode bool) string {
+	return ids.Secret(SecretPrefix(t, livemode), secretBytes)
+}
 
-// ParseSecret reports whether s has the shape of a secret key and, if so, its mode. Shape
-// only: whether a key with this secret exists is the repository's business.
-func ParseSecret(s string) (livemode bool, ok bool) {
+// ParseSecret reports whether s has the shape of an API key secret and, if so, the type and
+// mode of its key. Shape only: whether a key with this secret exists is the repository's
+// business.
+func ParseSecret(s string) (t KeyType, livemode bool, ok bool) {
 	var body string
-	switch {
-	case len(s) > len(TestSecretPrefix) && s[:len(TestSecretPrefix)] == TestSecretPrefix:
-		body = s[len(TestSecretPrefix):]
-	case len(s) > len(LiveSecretPrefix) && s[:len(LiveSecretPrefix)] == LiveSecretPrefix:
-		body, livemode = s[len(LiveSecretPrefix):], true
-	default:
-		return false, false
+	for _, p := range []struct {
+		prefix string
+		t      KeyType
+		live   bool
+	}{
+		{TestSecretPrefix, KeySecret, false},
+		{LiveSecretPrefix, KeySecret, true},
+		{TestRestrictedSecretPrefix, KeyRestricted, false},
+		{LiveRestrictedSecretPrefix, KeyRestricted, true},
+	} {
+		if len(s) > len(p.prefix) && s[:len(p.prefix)] == p.prefix {
+			body, t, livemode = s[len(p.prefix):], p.t, p.live
+			break
+		}
 	}
-	if len(body) < secretMinChars || len(body) > secretMaxChars {
-		return false, false
+	if body == "" || len(body) < secretMinChars || len(body) > secretMaxChars {
+		return "", false, false
 	}
 	for _, c := range []byte(body) {
 		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
-			return false, false
+			return "", false, false
 		}
 	}
-	return livemode, true
+	return t, livemode, true
 }

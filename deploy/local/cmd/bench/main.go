@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -86,7 +87,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		GatewayAddr:    "127.0.0.1:0", AdminAddr: "127.0.0.1:0", Ephemeral: true,
 		Env: map[string]string{"PATH": getenv("PATH"), "HOME": getenv("HOME"),
 			// the receiver is a local TLS server with a self-signed certificate
-			"WEBHOOKS_ALLOW_PRIVATE": "true", "WEBHOOKS_TLS_INSECURE": "true"},
+			"WEBHOOKS_ALLOW_PRIVATE": "true", "WEBHOOKS_TLS_INSECURE": "true",
+			// The load would be throttled by the default rate limits (25 req/s in test mode):
+			// they are off for the dev key, which the delivery bench and the gateway baseline
+			// use. The gateway bench measures limiting with a key of its own (a per-key limit
+			// set far above the load, so it is evaluated on every request but never refuses).
+			"GATEWAY_RATE_LIMIT_TEST": "0", "GATEWAY_RATE_LIMIT_LIVE": "0", "GATEWAY_AUTH_FAILURE_LIMIT": "0"},
 		Output: logFile,
 	})
 	if err != nil {
@@ -106,7 +112,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 }
 
 // benchGateway measures GET /v1/webhook_endpoints/:id through the gateway and straight at
-// webhooks-svc.
+// webhooks-svc, then the cost of the gateway's rate limiting and idempotency: the same GET with
+// a key whose rate limit is evaluated on every request, and a POST without and with a fresh
+// Idempotency-Key per request.
 func benchGateway(ctx context.Context, st *stack.Stack, s settings, getenv func(string) string, stdout io.Writer) error {
 	endpointID, err := createEndpoint(st)
 	if err != nil {
@@ -116,43 +124,89 @@ func benchGateway(ctx context.Context, st *stack.Stack, s settings, getenv func(
 	if err != nil {
 		return err
 	}
+	// A key of the same account with a rate limit of its own, far above any load here: the
+	// limit is evaluated in Redis on every request and never refuses one.
+	limited, status, err := st.Admin(ctx, http.MethodPost, "/admin/api_keys", map[string]any{"account": "acct_dev", "rate_limit": 1_000_000})
+	if err != nil || status != http.StatusCreated {
+		return fmt.Errorf("creating the rate-limited bench key: %d %v %v", status, limited, err)
+	}
+	limitedKey, _ := limited["secret"].(string)
 	path := "/v1/webhook_endpoints/" + endpointID
 	gateway := target{name: "gateway", url: st.GatewayURL + path, prepare: func(r *fasthttp.Request) {
 		r.Header.Set("Authorization", "Bearer "+st.DevAPIKey)
 	}}
+	gatewayRL := target{name: "gateway, rate limit on", url: st.GatewayURL + path, prepare: func(r *fasthttp.Request) {
+		r.Header.Set("Authorization", "Bearer "+limitedKey)
+	}}
 	direct := target{name: "direct", url: st.ServiceURLs["webhooks-svc"] + path, prepare: func(r *fasthttp.Request) {
 		signer.Sign(r.Header.Set, identity.Identity{Account: "acct_dev", RequestID: "req_bench"}, fasthttp.MethodGet, path)
+	}}
+	// The POST is an update the service refuses in validation (400, before any store access),
+	// so the figures are the gateway's cost, not the store's. With a key, every request takes
+	// an idempotency lock in Redis and then stores the answer (kept 24 h), exactly as for a
+	// request that writes.
+	post := func(r *fasthttp.Request) {
+		r.Header.SetMethod(fasthttp.MethodPost)
+		r.Header.SetContentType("application/json")
+		r.SetBodyString(`{"description":5}`)
+	}
+	var idemSeq atomic.Int64
+	runID := time.Now().UnixNano()
+	postOff := target{name: "gateway POST", url: st.GatewayURL + path, status: 400, prepare: func(r *fasthttp.Request) {
+		post(r)
+		r.Header.Set("Authorization", "Bearer "+st.DevAPIKey)
+	}}
+	postOn := target{name: "gateway POST, rate limit + Idempotency-Key", url: st.GatewayURL + path, status: 400, prepare: func(r *fasthttp.Request) {
+		post(r)
+		r.Header.Set("Authorization", "Bearer "+limitedKey)
+		r.Header.Set("Idempotency-Key", fmt.Sprintf("bench-%d-%d", runID, idemSeq.Add(1)))
 	}}
 
 	store := "embedded FerretDB v1.24 (SQLite), webhook_endpoints collection: 1 document"
 	if getenv("MONGODB_URI") != "" {
 		store = "MongoDB at MONGODB_URI, webhook_endpoints collection: 1 document"
 	}
-	fmt.Fprintf(stdout, "\nGET /v1/webhook_endpoints/:id — %d CPUs, store: %s\n", runtime.NumCPU(), store)
-	fmt.Fprintf(stdout, "Load generator runs on the same machine and shares its CPUs.\n\n")
+	redisDesc := "embedded miniredis"
+	if getenv("REDIS_URL") != "" {
+		redisDesc = "Redis at REDIS_URL"
+	}
+	fmt.Fprintf(stdout, "\nGET /v1/webhook_endpoints/:id — %d CPUs, store: %s; rate limits and idempotency in %s\n", runtime.NumCPU(), store, redisDesc)
+	fmt.Fprintf(stdout, "Load generator runs on the same machine and shares its CPUs.\n")
+	fmt.Fprintf(stdout, "'gateway' is the dev key (rate limits off, as the foundation measured); 'rate limit on' is a key whose\n")
+	fmt.Fprintf(stdout, "limit is evaluated in Redis on every request (set far above the load). The POST is refused by the\n")
+	fmt.Fprintf(stdout, "service's validation (400, no store access), so its figures are the gateway's own cost.\n\n")
 
+	all := []target{direct, gateway, gatewayRL, postOff, postOn}
 	fmt.Fprintf(stdout, "Fixed rate %d req/s for %s (latency measured from each request's scheduled start):\n", s.rate, s.duration)
 	fixed := map[string]result{}
-	for _, t := range []target{direct, gateway} {
+	for _, t := range all {
 		openLoop(ctx, t, s.rate, s.warmup)
 		r := openLoop(ctx, t, s.rate, s.duration)
 		fixed[t.name] = r
-		fmt.Fprintf(stdout, "  %-8s %s\n", t.name, r)
+		fmt.Fprintf(stdout, "  %-44s %s\n", t.name, r)
 	}
 	addP50 := fixed["gateway"].p50 - fixed["direct"].p50
 	addP99 := fixed["gateway"].p99 - fixed["direct"].p99
-	fmt.Fprintf(stdout, "  gateway adds p50 %s (target ≤ 1ms), p99 %s (target ≤ 3ms)\n\n", ms(addP50), ms(addP99))
+	fmt.Fprintf(stdout, "  gateway adds p50 %s (target ≤ 1ms), p99 %s (target ≤ 3ms)\n", ms(addP50), ms(addP99))
+	fmt.Fprintf(stdout, "  rate limiting adds p50 %s, p99 %s to the GET; rate limit + idempotency add p50 %s, p99 %s to the POST\n\n",
+		ms(fixed[gatewayRL.name].p50-fixed["gateway"].p50), ms(fixed[gatewayRL.name].p99-fixed["gateway"].p99),
+		ms(fixed[postOn.name].p50-fixed[postOff.name].p50), ms(fixed[postOn.name].p99-fixed[postOff.name].p99))
 
 	fmt.Fprintf(stdout, "Maximum throughput, %d connections, %s:\n", s.concurrency, s.duration)
-	for _, t := range []target{direct, gateway} {
+	closed := map[string]result{}
+	for _, t := range all {
 		closedLoop(ctx, t, s.concurrency, s.warmup)
 		r := closedLoop(ctx, t, s.concurrency, s.duration)
+		closed[t.name] = r
 		note := ""
 		if t.name == "gateway" {
 			note = "  (target ≥ 5000 req/s authenticated)"
 		}
-		fmt.Fprintf(stdout, "  %-8s %s%s\n", t.name, r, note)
+		fmt.Fprintf(stdout, "  %-44s %s%s\n", t.name, r, note)
 	}
+	cost := func(on, off string) float64 { return 100 * (1 - closed[on].rate()/closed[off].rate()) }
+	fmt.Fprintf(stdout, "  throughput cost: rate limiting %.1f%% of the GET; rate limit + idempotency %.1f%% of the POST (target ≤ 20%%)\n",
+		cost(gatewayRL.name, "gateway"), cost(postOn.name, postOff.name))
 	return nil
 }
 
@@ -181,6 +235,7 @@ func createEndpoint(st *stack.Stack) (string, error) {
 type target struct {
 	name    string
 	url     string
+	status  int // expected answer; 0 means 200
 	prepare func(*fasthttp.Request)
 }
 
@@ -192,8 +247,11 @@ type result struct {
 
 func (r result) String() string {
 	return fmt.Sprintf("%7.0f req/s  p50 %s  p99 %s  max %s  errors %d/%d",
-		float64(r.sent-r.failed)/r.elapsed.Seconds(), ms(r.p50), ms(r.p99), ms(r.max), r.failed, r.sent)
+		r.rate(), ms(r.p50), ms(r.p99), ms(r.max), r.failed, r.sent)
 }
+
+// rate is the answered requests per second.
+func (r result) rate() float64 { return float64(r.sent-r.failed) / r.elapsed.Seconds() }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.3fms", float64(d)/float64(time.Millisecond)) }
 
@@ -211,7 +269,11 @@ func do(c *fasthttp.Client, t target) error {
 	if err := c.Do(req, resp); err != nil {
 		return err
 	}
-	if resp.StatusCode() != 200 {
+	want := t.status
+	if want == 0 {
+		want = 200
+	}
+	if resp.StatusCode() != want {
 		return fmt.Errorf("status %d: %s", resp.StatusCode(), resp.Body())
 	}
 	return nil

@@ -5,17 +5,21 @@
 // answers from its primary key. The public key_… id has its own unique index; it is used only
 // by the admin API.
 //
-// A key document is written twice at most: when it is created and when it is revoked.
-// last_used lives in a document of its own (collection api_key_usage, _id = key id), because
-// the embedded store (FerretDB 1.24) applies updates as read-modify-write of the whole
-// document without isolation: a last_used write racing a revoke could otherwise write the
-// pre-revoke document back and silently un-revoke the key.
+// A key document is written at creation and then only by the admin API: revoke, roll (which
+// sets expires_at) and a rate-limit change. last_used lives in a document of its own
+// (collection api_key_usage, _id = key id), because the embedded store (FerretDB 1.24) applies
+// updates as read-modify-write of the whole document without isolation: a last_used write
+// racing a revoke could otherwise write the pre-revoke document back and silently un-revoke
+// the key. For the same reason the admin writes of one key are serialised in-process (striped
+// locks); on MongoDB each is a single atomic conditional update anyway.
 package mongo
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"sync"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -37,6 +41,16 @@ const (
 type Keys struct {
 	coll  *mongo.Collection
 	usage *mongo.Collection
+	locks [64]sync.Mutex // admin writes of one key id, serialised (see the package comment)
+}
+
+// lock takes the striped lock of key id and returns its unlock.
+func (r *Keys) lock(id string) func() {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(id))
+	m := &r.locks[h.Sum32()%uint32(len(r.locks))]
+	m.Lock()
+	return m.Unlock
 }
 
 var _ domain.KeyRepository = (*Keys)(nil)
@@ -66,6 +80,12 @@ type keyDoc struct {
 	Livemode  bool       `bson:"livemode"`
 	Created   time.Time  `bson:"created"`
 	RevokedAt *time.Time `bson:"revoked_at"`
+	// Fields added with restricted keys, rolling and per-key limits; absent in older
+	// documents, which are secret keys without expiry or limit of their own.
+	Type        string            `bson:"type,omitempty"`
+	Permissions map[string]string `bson:"permissions,omitempty"`
+	ExpiresAt   *time.Time        `bson:"expires_at"`
+	RateLimit   *int              `bson:"rate_limit"`
 }
 
 type usageDoc struct {
@@ -74,14 +94,31 @@ type usageDoc struct {
 }
 
 func toDoc(k domain.Key) keyDoc {
-	return keyDoc{
+	d := keyDoc{
 		Hash:      k.Hash().String(),
 		ID:        k.ID(),
 		Account:   k.Account(),
 		Livemode:  k.Livemode(),
 		Created:   k.Created().UTC(),
 		RevokedAt: optTime(k.RevokedAt()),
+		Type:      string(k.Type()),
+		ExpiresAt: optTime(k.ExpiresAt()),
+		RateLimit: rateOf(k),
 	}
+	if k.Type() == domain.KeyRestricted {
+		d.Permissions = map[string]string{}
+		for r, a := range k.Permissions().Map() {
+			d.Permissions[string(r)] = a.String()
+		}
+	}
+	return d
+}
+
+func rateOf(k domain.Key) *int {
+	if r, ok := k.RateLimit(); ok {
+		return &r.PerSecond
+	}
+	return nil
 }
 
 func (d keyDoc) toDomain(lastUsed time.Time) (domain.Key, error) {
@@ -89,7 +126,11 @@ func (d keyDoc) toDomain(lastUsed time.Time) (domain.Key, error) {
 	if err != nil {
 		return domain.Key{}, fmt.Errorf("key %s: %w", d.ID, err)
 	}
-	return domain.RehydrateKey(d.ID, d.Account, d.Livemode, h, d.Created, lastUsed, timeOf(d.RevokedAt)), nil
+	return domain.RehydrateKey(domain.KeyState{
+		ID: d.ID, Account: d.Account, Livemode: d.Livemode, Type: domain.KeyType(d.Type), Hash: h,
+		Permissions: d.Permissions, RateLimit: d.RateLimit,
+		Created: d.Created, LastUsed: lastUsed, ExpiresAt: timeOf(d.ExpiresAt), RevokedAt: timeOf(d.RevokedAt),
+	}), nil
 }
 
 func optTime(t time.Time) *time.Time {
@@ -161,6 +202,7 @@ func (r *Keys) withUsage(ctx context.Context, d keyDoc) (domain.Key, error) {
 // Revoke implements domain.KeyRepository. Revocation is one-way, so a conditional $set is
 // enough to make concurrent revokes agree on the first revocation time without reading first.
 func (r *Keys) Revoke(ctx context.Context, id string, at time.Time) (domain.Key, error) {
+	defer r.lock(id)()
 	var d keyDoc
 	err := r.coll.FindOneAndUpdate(ctx,
 		bson.D{{Key: "id", Value: id}, {Key: "revoked_at", Value: nil}},
@@ -175,6 +217,57 @@ func (r *Keys) Revoke(ctx context.Context, id string, at time.Time) (domain.Key,
 		return r.ByID(ctx, id)
 	default:
 		return domain.Key{}, fmt.Errorf("revoke key %s: %w", id, err)
+	}
+}
+
+// Roll implements domain.KeyRepository. The successor is inserted first and the old key's
+// expiry set after, on condition that the old key is still neither revoked nor rolled; when
+// that condition fails the successor is deleted again. So a crash in between leaves at most a
+// successor whose secret nobody ever received, never an old key expiring without successor.
+func (r *Keys) Roll(ctx context.Context, old, next domain.Key) error {
+	defer r.lock(old.ID())()
+	if err := r.Create(ctx, next); err != nil {
+		return err
+	}
+	res, err := r.coll.UpdateOne(ctx,
+		bson.D{{Key: "id", Value: old.ID()}, {Key: "revoked_at", Value: nil}, {Key: "expires_at", Value: nil}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: "expires_at", Value: old.ExpiresAt().UTC()}}}},
+	)
+	if err == nil && res.MatchedCount == 1 {
+		return nil
+	}
+	// Undo with a budget of its own: ctx may be what just failed.
+	undo, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if _, derr := r.coll.DeleteOne(undo, bson.D{{Key: "_id", Value: next.Hash().String()}}); derr != nil {
+		return errors.Join(fmt.Errorf("roll key %s: removing the unused successor %s: %w", old.ID(), next.ID(), derr), err)
+	}
+	if err != nil {
+		return fmt.Errorf("roll key %s: %w", old.ID(), err)
+	}
+	return domain.KeyNotRollable(old.ID())
+}
+
+// SetRateLimit implements domain.KeyRepository.
+func (r *Keys) SetRateLimit(ctx context.Context, id string, rl *domain.RateLimit) (domain.Key, error) {
+	defer r.lock(id)()
+	var v any // BSON null removes the override
+	if rl != nil {
+		v = rl.PerSecond
+	}
+	var d keyDoc
+	err := r.coll.FindOneAndUpdate(ctx,
+		bson.D{{Key: "id", Value: id}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: "rate_limit", Value: v}}}},
+		options.FindOneAndUpdate().SetReturnDocument(options.After),
+	).Decode(&d)
+	switch {
+	case err == nil:
+		return r.withUsage(ctx, d)
+	case errors.Is(err, mongo.ErrNoDocuments):
+		return domain.Key{}, domain.KeyNotFound(id)
+	default:
+		return domain.Key{}, fmt.Errorf("set rate limit of key %s: %w", id, err)
 	}
 }
 

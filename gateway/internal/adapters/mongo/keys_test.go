@@ -38,8 +38,8 @@ func runContract(t *testing.T, repo domain.KeyRepository) {
 	base := time.Unix(1_700_000_000, 0)
 	newKey := func(t *testing.T, account string, live bool, created time.Time) (domain.Key, string) {
 		t.Helper()
-		secret := domain.NewSecret(live)
-		k, err := domain.NewKey(gen.New(ids.APIKey), account, live, secret, created)
+		secret := domain.NewSecret(domain.KeySecret, live)
+		k, err := domain.NewKey(gen.New(ids.APIKey), domain.KeySpec{Account: account, Livemode: live}, secret, created)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,7 +79,7 @@ func runContract(t *testing.T, repo domain.KeyRepository) {
 
 	t.Run("not found", func(t *testing.T) {
 		ctx := t.Context()
-		if _, err := repo.ByHash(ctx, domain.HashSecret(domain.NewSecret(false))); domain.KindOf(err) != domain.KindNotFound {
+		if _, err := repo.ByHash(ctx, domain.HashSecret(domain.NewSecret(domain.KeySecret, false))); domain.KindOf(err) != domain.KindNotFound {
 			t.Fatalf("ByHash(unknown) = %v, want KindNotFound", err)
 		}
 		if _, err := repo.ByID(ctx, gen.New(ids.APIKey)); domain.KindOf(err) != domain.KindNotFound {
@@ -93,14 +93,14 @@ func runContract(t *testing.T, repo domain.KeyRepository) {
 	t.Run("duplicates are refused", func(t *testing.T) {
 		ctx := t.Context()
 		k, secret := newKey(t, "acct_dup", false, base)
-		sameSecret, err := domain.NewKey(gen.New(ids.APIKey), "acct_dup2", false, secret, base)
+		sameSecret, err := domain.NewKey(gen.New(ids.APIKey), domain.KeySpec{Account: "acct_dup2", Livemode: false}, secret, base)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := repo.Create(ctx, sameSecret); !errors.Is(err, domain.ErrKeyExists) {
 			t.Fatalf("Create(same secret) = %v, want ErrKeyExists", err)
 		}
-		sameID, err := domain.NewKey(k.ID(), "acct_dup", false, domain.NewSecret(false), base)
+		sameID, err := domain.NewKey(k.ID(), domain.KeySpec{Account: "acct_dup", Livemode: false}, domain.NewSecret(domain.KeySecret, false), base)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -228,11 +228,139 @@ func runContract(t *testing.T, repo domain.KeyRepository) {
 		}
 	})
 
+	t.Run("restricted key, permissions and rate limit round trip", func(t *testing.T) {
+		ctx := t.Context()
+		perms, err := domain.ParsePermissions(map[string]string{"events": "read", "payment_requests": "write"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		secret := domain.NewSecret(domain.KeyRestricted, true)
+		k, err := domain.NewKey(gen.New(ids.APIKey), domain.KeySpec{Account: "acct_rk", Livemode: true, Type: domain.KeyRestricted,
+			Permissions: &perms, RateLimit: &domain.RateLimit{PerSecond: 42}}, secret, base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := repo.Create(ctx, k); err != nil {
+			t.Fatal(err)
+		}
+		got, err := repo.ByHash(ctx, domain.HashSecret(secret))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rl, ok := got.RateLimit()
+		if got.Type() != domain.KeyRestricted || !ok || rl.PerSecond != 42 ||
+			got.Permissions().Of(domain.ResEvents) != domain.AccessRead || got.Permissions().Of(domain.ResPaymentRequests) != domain.AccessWrite ||
+			got.Permissions().Of(domain.ResWebhookEndpoints) != domain.AccessNone {
+			t.Fatalf("stored restricted key = %+v", got)
+		}
+		upd, err := repo.SetRateLimit(ctx, k.ID(), &domain.RateLimit{PerSecond: 0})
+		if rl, ok := upd.RateLimit(); err != nil || !ok || rl.PerSecond != 0 {
+			t.Fatalf("SetRateLimit(0) = %+v, %v", upd, err)
+		}
+		upd, err = repo.SetRateLimit(ctx, k.ID(), nil)
+		if _, ok := upd.RateLimit(); err != nil || ok {
+			t.Fatalf("SetRateLimit(nil) = %+v, %v; want no limit of its own", upd, err)
+		}
+		if got, err := repo.ByHash(ctx, domain.HashSecret(secret)); err != nil || got.Permissions().Of(domain.ResEvents) != domain.AccessRead {
+			t.Fatalf("SetRateLimit lost the permissions: %+v %v", got, err)
+		}
+		if _, err := repo.SetRateLimit(ctx, gen.New(ids.APIKey), nil); domain.KindOf(err) != domain.KindNotFound {
+			t.Fatalf("SetRateLimit(unknown) = %v, want KindNotFound", err)
+		}
+	})
+
+	t.Run("roll", func(t *testing.T) {
+		ctx := t.Context()
+		old, oldSecret := newKey(t, "acct_roll", false, base)
+		nextSecret := domain.NewSecret(domain.KeySecret, false)
+		next, expiring, err := old.Roll(gen.New(ids.APIKey), nextSecret, base, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := repo.Roll(ctx, expiring, next); err != nil {
+			t.Fatal(err)
+		}
+		gotOld, err := repo.ByHash(ctx, domain.HashSecret(oldSecret))
+		if err != nil || !gotOld.ExpiresAt().Equal(base.Add(time.Hour)) {
+			t.Fatalf("old key after roll = %+v, %v; want expiry %v", gotOld, err, base.Add(time.Hour))
+		}
+		if gotNext, err := repo.ByHash(ctx, domain.HashSecret(nextSecret)); err != nil || gotNext.ID() != next.ID() {
+			t.Fatalf("successor = %+v, %v", gotNext, err)
+		}
+		// A second roll of the same (now expiring) key, from a stale read, is refused and
+		// leaves no successor behind.
+		again, _, err := old.Roll(gen.New(ids.APIKey), domain.NewSecret(domain.KeySecret, false), base, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, staleExpiring, _ := old.Roll(again.ID(), domain.NewSecret(domain.KeySecret, false), base, 0)
+		if err := repo.Roll(ctx, staleExpiring, again); domain.KindOf(err) != domain.KindInvalidState {
+			t.Fatalf("second roll = %v, want KindInvalidState", err)
+		}
+		if _, err := repo.ByHash(ctx, again.Hash()); domain.KindOf(err) != domain.KindNotFound {
+			t.Fatalf("the refused roll's successor exists: %v", err)
+		}
+		if gotOld, _ := repo.ByHash(ctx, domain.HashSecret(oldSecret)); !gotOld.ExpiresAt().Equal(base.Add(time.Hour)) {
+			t.Fatalf("the refused roll changed the expiry to %v", gotOld.ExpiresAt())
+		}
+	})
+
+	t.Run("concurrent rolls and a revoke", func(t *testing.T) {
+		ctx := t.Context()
+		old, _ := newKey(t, "acct_rollrace", false, base)
+		const workers = 8
+		var wg sync.WaitGroup
+		var won sync.Map
+		errs := make(chan error, workers+1)
+		for w := 0; w < workers; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				next, expiring, err := old.Roll(gen.New(ids.APIKey), domain.NewSecret(domain.KeySecret, false), base, time.Hour)
+				if err != nil {
+					errs <- err
+					return
+				}
+				switch err := repo.Roll(ctx, expiring, next); {
+				case err == nil:
+					won.Store(next.Hash(), next.ID())
+				case domain.KindOf(err) != domain.KindInvalidState:
+					errs <- err
+				}
+			}()
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := repo.Revoke(ctx, old.ID(), base.Add(time.Minute)); err != nil {
+				errs <- err
+			}
+		}()
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		n := 0
+		won.Range(func(any, any) bool { n++; return true })
+		if n > 1 {
+			t.Fatalf("%d concurrent rolls of one key succeeded, want at most 1", n)
+		}
+		keys, _, err := repo.List(ctx, "acct_rollrace", listing.Params{Limit: 100})
+		if err != nil || len(keys) != 1+n {
+			t.Fatalf("keys of the account = %d, %v; want the old key and %d successor(s), no leftovers", len(keys), err, n)
+		}
+		final, err := repo.ByID(ctx, old.ID())
+		if err != nil || !final.Revoked() {
+			t.Fatalf("the revoke was lost: %+v %v", final, err)
+		}
+	})
+
 	t.Run("parallel", func(t *testing.T) {
 		ctx := t.Context()
 		const workers = 8
 		target, secret := newKey(t, "acct_par", false, base)
-		contested := domain.NewSecret(false)
+		contested := domain.NewSecret(domain.KeySecret, false)
 		var wg sync.WaitGroup
 		errs := make(chan error, 10*workers)
 		var created sync.Map
@@ -241,7 +369,7 @@ func runContract(t *testing.T, repo domain.KeyRepository) {
 			go func() {
 				defer wg.Done()
 				for i := 0; i < 5; i++ {
-					k, err := domain.NewKey(gen.New(ids.APIKey), "acct_par", false, domain.NewSecret(false), base)
+					k, err := domain.NewKey(gen.New(ids.APIKey), domain.KeySpec{Account: "acct_par", Livemode: false}, domain.NewSecret(domain.KeySecret, false), base)
 					if err == nil {
 						err = repo.Create(ctx, k)
 					}
@@ -251,7 +379,7 @@ func runContract(t *testing.T, repo domain.KeyRepository) {
 					}
 				}
 				// Everyone imports the same secret: exactly one may win.
-				k, err := domain.NewKey(gen.New(ids.APIKey), "acct_contest", false, contested, base)
+				k, err := domain.NewKey(gen.New(ids.APIKey), domain.KeySpec{Account: "acct_contest", Livemode: false}, contested, base)
 				if err != nil {
 					errs <- err
 					return
@@ -317,8 +445,8 @@ func TestKeyDocumentIsKeyedBySecretHash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	secret := domain.NewSecret(false)
-	k, err := domain.NewKey(ids.NewGenerator(nil).New(ids.APIKey), "acct_1", false, secret, time.Now())
+	secret := domain.NewSecret(domain.KeySecret, false)
+	k, err := domain.NewKey(ids.NewGenerator(nil).New(ids.APIKey), domain.KeySpec{Account: "acct_1", Livemode: false}, secret, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

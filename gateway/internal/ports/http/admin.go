@@ -4,8 +4,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/json"
+	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"go.opentelemetry.io/otel/propagation"
@@ -22,8 +25,11 @@ import (
 // KeyAdmin manages keys (app.Service).
 type KeyAdmin interface {
 	CreateKey(ctx context.Context, in app.CreateKey) (domain.Key, string, error)
+	GetKey(ctx context.Context, id string) (domain.Key, error)
 	ListKeys(ctx context.Context, account string, p listing.Params) ([]domain.Key, bool, error)
 	RevokeKey(ctx context.Context, id string) (domain.Key, error)
+	RollKey(ctx context.Context, id string, expiresIn time.Duration) (domain.Key, string, error)
+	SetRateLimit(ctx context.Context, id string, r *domain.RateLimit) (domain.Key, error)
 }
 
 // AdminConfig configures NewAdmin.
@@ -53,7 +59,10 @@ func NewAdmin(cfg AdminConfig) *fiber.App {
 	app.Use(a.requireToken)
 	app.Post(keysPath, a.create)
 	app.Get(keysPath, a.list)
+	app.Get(keysPath+"/:id", a.get)
+	app.Post(keysPath+"/:id", a.update)
 	app.Post(keysPath+"/:id/revoke", a.revoke)
+	app.Post(keysPath+"/:id/roll", a.roll)
 	return app
 }
 
@@ -75,35 +84,56 @@ func (a *admin) requireToken(c *fiber.Ctx) error {
 	return c.Next()
 }
 
-// keyJSON is the api_key object. Secret appears only in the response that created the key.
+// keyJSON is the api_key object. Secret appears only in the response that created the key
+// (or rolled it: the successor's).
 type keyJSON struct {
-	ID       string `json:"id"`
-	Object   string `json:"object"`
-	Secret   string `json:"secret,omitempty"`
-	Account  string `json:"account"`
-	Livemode bool   `json:"livemode"`
-	Created  int64  `json:"created"`
-	LastUsed *int64 `json:"last_used"`
-	Revoked  bool   `json:"revoked"`
+	ID          string            `json:"id"`
+	Object      string            `json:"object"`
+	Type        string            `json:"type"`
+	Secret      string            `json:"secret,omitempty"`
+	Account     string            `json:"account"`
+	Livemode    bool              `json:"livemode"`
+	Permissions map[string]string `json:"permissions"`
+	RateLimit   *int              `json:"rate_limit"`
+	Created     int64             `json:"created"`
+	Expires     *int64            `json:"expires"`
+	LastUsed    *int64            `json:"last_used"`
+	Revoked     bool              `json:"revoked"`
 }
 
 func toJSON(k domain.Key, secret string) keyJSON {
 	j := keyJSON{
-		ID: k.ID(), Object: "api_key", Secret: secret, Account: k.Account(), Livemode: k.Livemode(),
-		Created: k.Created().Unix(), Revoked: k.Revoked(),
+		ID: k.ID(), Object: "api_key", Type: string(k.Type()), Secret: secret, Account: k.Account(),
+		Livemode: k.Livemode(), Created: k.Created().Unix(), Revoked: k.Revoked(),
+		LastUsed: unixOrNil(k.LastUsed()), Expires: unixOrNil(k.ExpiresAt()),
 	}
-	if t := k.LastUsed(); !t.IsZero() {
-		u := t.Unix()
-		j.LastUsed = &u
+	if k.Type() == domain.KeyRestricted {
+		j.Permissions = map[string]string{}
+		for r, a := range k.Permissions().Map() {
+			j.Permissions[string(r)] = a.String()
+		}
+	}
+	if r, ok := k.RateLimit(); ok {
+		j.RateLimit = &r.PerSecond
 	}
 	return j
 }
 
+func unixOrNil(t time.Time) *int64 {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.Unix()
+	return &u
+}
+
 func (a *admin) create(c *fiber.Ctx) error {
 	var body struct {
-		Account  *string `json:"account"`
-		Livemode *bool   `json:"livemode"`
-		Secret   *string `json:"secret"`
+		Account     *string           `json:"account"`
+		Livemode    *bool             `json:"livemode"`
+		Secret      *string           `json:"secret"`
+		Permissions map[string]string `json:"permissions"`
+		RateLimit   *int              `json:"rate_limit"`
 	}
 	if err := fiberx.DecodeJSON(c, &body); err != nil {
 		return err
@@ -114,6 +144,20 @@ func (a *admin) create(c *fiber.Ctx) error {
 	in := app.CreateKey{Account: *body.Account}
 	if body.Livemode != nil {
 		in.Livemode = *body.Livemode
+	}
+	if body.Permissions != nil {
+		p, err := domain.ParsePermissions(body.Permissions)
+		if err != nil {
+			return fromDomain(err)
+		}
+		in.Permissions = &p
+	}
+	if body.RateLimit != nil {
+		r, err := domain.NewRateLimit(*body.RateLimit)
+		if err != nil {
+			return fromDomain(err)
+		}
+		in.RateLimit = &r
 	}
 	if body.Secret != nil {
 		if *body.Secret == "" {
@@ -146,6 +190,68 @@ func (a *admin) list(c *fiber.Ctx) error {
 		data[i] = toJSON(k, "")
 	}
 	return c.JSON(listing.New(keysPath, data, more))
+}
+
+func (a *admin) get(c *fiber.Ctx) error {
+	k, err := a.keys.GetKey(c.UserContext(), strings.Clone(c.Params("id")))
+	if err != nil {
+		return fromDomain(err)
+	}
+	return c.JSON(toJSON(k, ""))
+}
+
+// update changes what can change of a key: its own rate limit (a number, or null for the
+// default of its mode).
+func (a *admin) update(c *fiber.Ctx) error {
+	var body struct {
+		RateLimit json.RawMessage `json:"rate_limit"`
+	}
+	if err := fiberx.DecodeJSON(c, &body); err != nil {
+		return err
+	}
+	if len(body.RateLimit) == 0 {
+		return apierr.Missing("rate_limit")
+	}
+	var r *domain.RateLimit
+	if string(body.RateLimit) != "null" {
+		var n int
+		if err := json.Unmarshal(body.RateLimit, &n); err != nil {
+			return apierr.Invalid(apierr.CodeParameterInvalid, "rate_limit",
+				"Invalid rate_limit: expected a whole number of requests per second, or null for the default.")
+		}
+		v, err := domain.NewRateLimit(n)
+		if err != nil {
+			return fromDomain(err)
+		}
+		r = &v
+	}
+	k, err := a.keys.SetRateLimit(c.UserContext(), strings.Clone(c.Params("id")), r)
+	if err != nil {
+		return fromDomain(err)
+	}
+	return c.JSON(toJSON(k, ""))
+}
+
+// roll issues a successor of the key; the response is the new key with its secret.
+func (a *admin) roll(c *fiber.Ctx) error {
+	var body struct {
+		ExpiresIn *int64 `json:"expires_in"`
+	}
+	if err := fiberx.DecodeJSON(c, &body); err != nil {
+		return err
+	}
+	if body.ExpiresIn == nil {
+		return apierr.Missing("expires_in")
+	}
+	if most := int64(domain.MaxRollExpiry / time.Second); *body.ExpiresIn < 0 || *body.ExpiresIn > most {
+		return apierr.Invalid(apierr.CodeParameterInvalid, "expires_in",
+			fmt.Sprintf("Invalid expires_in %d: expected 0 (the old key stops at once) to %d seconds (7 days).", *body.ExpiresIn, most))
+	}
+	k, secret, err := a.keys.RollKey(c.UserContext(), strings.Clone(c.Params("id")), time.Duration(*body.ExpiresIn)*time.Second)
+	if err != nil {
+		return fromDomain(err)
+	}
+	return c.Status(fiber.StatusCreated).JSON(toJSON(k, secret))
 }
 
 func (a *admin) revoke(c *fiber.Ctx) error {

@@ -66,8 +66,9 @@ func (b *bodyReader) clientError(limit int) *apierr.Error {
 // buffered request can be retried on a stale keep-alive connection); an upload is handed over
 // as a stream and read while it is sent. Either way the limit is checked on Content-Length
 // before anything is read, and again while reading a chunked body. It returns the reader of
-// an upload, nil otherwise.
-func (p *public) attachBody(c *fiber.Ctx, out *fasthttp.Request, upload bool) (*bodyReader, error) {
+// an upload, nil otherwise. tee, when set, sees an upload's bytes as they are sent (the
+// idempotency fingerprint).
+func (p *public) attachBody(c *fiber.Ctx, out *fasthttp.Request, upload bool, tee io.Writer) (*bodyReader, error) {
 	req := c.Request()
 	limit := p.bodyLimit
 	if upload {
@@ -82,12 +83,19 @@ func (p *public) attachBody(c *fiber.Ctx, out *fasthttp.Request, upload bool) (*
 			return nil, bodyTooLarge(limit)
 		}
 		out.SetBody(req.Body())
+		if upload && tee != nil {
+			_, _ = tee.Write(req.Body())
+		}
 		return nil, nil
 	}
 	br := &bodyReader{r: req.BodyStream(), remaining: limit}
 	c.Locals(bodyKey{}, br)
 	if upload {
-		out.SetBodyStream(br, cl)
+		var src io.Reader = br
+		if tee != nil {
+			src = io.TeeReader(br, tee)
+		}
+		out.SetBodyStream(src, cl)
 		return br, nil
 	}
 	buf := p.copyBufs.Get().(*[]byte)
@@ -97,6 +105,32 @@ func (p *public) attachBody(c *fiber.Ctx, out *fasthttp.Request, upload bool) (*
 		return nil, br.clientError(limit)
 	}
 	return nil, nil
+}
+
+// readUpload reads the client's whole upload into w, under the upload limit, without
+// forwarding it (an idempotent replay has to see the body before it can answer).
+func (p *public) readUpload(c *fiber.Ctx, w io.Writer) error {
+	req := c.Request()
+	limit := p.uploadLimit
+	if req.Header.ContentLength() > limit {
+		return bodyTooLarge(limit)
+	}
+	if !req.IsBodyStream() {
+		if len(req.Body()) > limit {
+			return bodyTooLarge(limit)
+		}
+		_, _ = w.Write(req.Body())
+		return nil
+	}
+	br := &bodyReader{r: req.BodyStream(), remaining: limit}
+	c.Locals(bodyKey{}, br)
+	buf := p.copyBufs.Get().(*[]byte)
+	_, err := io.CopyBuffer(w, br, *buf)
+	p.copyBufs.Put(buf)
+	if err != nil {
+		return br.clientError(limit)
+	}
+	return nil
 }
 
 // Bounds of a lingering close.

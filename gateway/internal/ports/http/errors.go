@@ -36,6 +36,14 @@ func fromDomain(err error) error {
 		e := apierr.Conflict(codeResourceExists, de.Message)
 		e.Param = de.Param
 		return e
+	case domain.KindInvalidState:
+		return apierr.Conflict(apierr.CodeInvalidState, de.Message)
+	case domain.KindIdempotencyInUse:
+		return &apierr.Error{Status: http.StatusConflict, Type: apierr.Idempotency, Code: apierr.CodeIdempotencyKeyInUse,
+			Param: de.Param, Message: de.Message}
+	case domain.KindIdempotencyReused:
+		return &apierr.Error{Status: http.StatusBadRequest, Type: apierr.Idempotency, Code: apierr.CodeIdempotencyKeyReused,
+			Param: de.Param, Message: de.Message}
 	}
 	return err
 }
@@ -64,6 +72,21 @@ func fromUpstream(err error) *apierr.Error {
 func keyStoreUnavailable() *apierr.Error {
 	return apierr.New(http.StatusServiceUnavailable, apierr.API, apierr.CodeServiceUnavailable,
 		"Authentication is temporarily unavailable. Retry the request after a short wait.")
+}
+
+// codePermissionDenied is the code of a restricted key's 403.
+const codePermissionDenied = "permission_denied"
+
+// permissionDenied is the answer to a restricted key acting beyond its permissions. It names
+// the resource and what the key would need.
+func permissionDenied(k domain.Key, r domain.Resource, write bool) *apierr.Error {
+	need := domain.AccessRead
+	if write {
+		need = domain.AccessWrite
+	}
+	return apierr.New(http.StatusForbidden, apierr.Permission, codePermissionDenied,
+		fmt.Sprintf("The restricted key %s does not have %s access to %s (it has '%s'). Grant '%s' on %s to allow this request.",
+			k.ID(), need, r, k.Permissions().Of(r), need, r))
 }
 
 func bodyTooLarge(limit int) *apierr.Error {

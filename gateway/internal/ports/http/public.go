@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
@@ -32,12 +33,32 @@ type Authenticator interface {
 	Authenticate(ctx context.Context, secret string) (domain.Key, error)
 }
 
+// Limits are the rate limits (app.Service).
+type Limits interface {
+	// RateLimit takes one request of the key; ok false when no limit applies.
+	RateLimit(ctx context.Context, k domain.Key) (d app.RateDecision, ok bool)
+	// Blocked reports whether a client address is blocked for failed authentications.
+	Blocked(ip string) (time.Duration, bool)
+	// AuthFailed counts a failed authentication and reports whether the address is now
+	// blocked, and for how long.
+	AuthFailed(ctx context.Context, ip string) (time.Duration, bool)
+}
+
+// Idempotency runs requests that carry an Idempotency-Key (app.Service).
+type Idempotency interface {
+	BeginIdempotent(ctx context.Context, sc app.IdempotencyScope, fp string) (app.Claim, *domain.IdempotencyRecord, error)
+	CompleteIdempotent(ctx context.Context, c app.Claim, fp string, resp domain.StoredResponse)
+	ReleaseIdempotent(ctx context.Context, c app.Claim)
+}
+
 // PublicConfig configures NewPublic.
 type PublicConfig struct {
-	Logger   *slog.Logger
-	Keys     Authenticator
-	Signer   *identity.Signer
-	Services Services
+	Logger      *slog.Logger
+	Keys        Authenticator
+	Limits      Limits
+	Idempotency Idempotency
+	Signer      *identity.Signer
+	Services    Services
 	// BodyLimit bounds buffered (JSON) bodies; UploadBodyLimit bounds streamed uploads.
 	BodyLimit       int
 	UploadBodyLimit int
@@ -51,6 +72,8 @@ type PublicConfig struct {
 type public struct {
 	log         *slog.Logger
 	keys        Authenticator
+	limits      Limits
+	idem        Idempotency
 	signer      *identity.Signer
 	services    Services
 	bodyLimit   int
@@ -74,6 +97,8 @@ func NewPublic(cfg PublicConfig) *fiber.App {
 	p := &public{
 		log:         cfg.Logger,
 		keys:        cfg.Keys,
+		limits:      cfg.Limits,
+		idem:        cfg.Idempotency,
 		signer:      cfg.Signer,
 		services:    cfg.Services,
 		bodyLimit:   cfg.BodyLimit,
@@ -115,6 +140,12 @@ func (p *public) serve(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	if d, ok := p.limits.RateLimit(c.UserContext(), key); ok {
+		setRateHeaders(c, d)
+		if !d.Allowed {
+			return rateLimited(c, d.RetryAfter)
+		}
+	}
 	method, path := c.Method(), c.Path()
 	rt, ok := p.services.match(path)
 	if !ok {
@@ -126,17 +157,29 @@ func (p *public) serve(c *fiber.Ctx) error {
 		c.Set(fiber.HeaderAllow, "GET, POST, DELETE")
 		return methodNotAllowed(method, path)
 	}
+	if write := method != fiber.MethodGet; !key.Allows(rt.resource, write) {
+		return permissionDenied(key, rt.resource, write)
+	}
+	idemKey, err := idempotencyKey(c)
+	if err != nil {
+		return err
+	}
 	// A compressed body would reach the service undecoded, and inflating it here would undo
 	// the size limit; the API takes plain bodies.
 	if enc := c.Request().Header.Peek(fiber.HeaderContentEncoding); len(enc) > 0 && !bytes.EqualFold(enc, []byte("identity")) {
 		return apierr.New(fiber.StatusUnsupportedMediaType, apierr.InvalidRequest, codeContentEncoding,
 			"Request bodies must not be compressed (Content-Encoding is not supported).")
 	}
-	return p.forward(c, key, rt, method, path)
+	return p.forward(c, key, rt, method, path, idemKey)
 }
 
-// authenticate answers every bad credential with the same 401.
+// authenticate answers every bad credential with the same 401, and a client address that
+// keeps failing with 429 before its keys are even looked up.
 func (p *public) authenticate(c *fiber.Ctx) (domain.Key, error) {
+	ip := c.IP()
+	if wait, blocked := p.limits.Blocked(ip); blocked {
+		return domain.Key{}, authBlocked(c, wait)
+	}
 	err := app.ErrUnauthenticated
 	var k domain.Key
 	if secret, ok := bearer(c.Request().Header.Peek(fiber.HeaderAuthorization)); ok {
@@ -146,6 +189,9 @@ func (p *public) authenticate(c *fiber.Ctx) (domain.Key, error) {
 	case err == nil:
 		return k, nil
 	case errors.Is(err, app.ErrUnauthenticated):
+		if wait, blocked := p.limits.AuthFailed(c.UserContext(), ip); blocked {
+			return domain.Key{}, authBlocked(c, wait)
+		}
 		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="Rental Platform API"`)
 		return domain.Key{}, apierr.Unauthenticated()
 	default:
@@ -165,8 +211,9 @@ func bearer(h []byte) (string, bool) {
 	return tok, tok != ""
 }
 
-// forward signs the request, sends it to the service and copies the answer back.
-func (p *public) forward(c *fiber.Ctx, key domain.Key, rt route, method, path string) error {
+// forward signs the request, sends it to the service and copies the answer back. A POST with
+// an Idempotency-Key runs at most once per key: see idempotency.go.
+func (p *public) forward(c *fiber.Ctx, key domain.Key, rt route, method, path, idemKey string) error {
 	out := fasthttp.AcquireRequest()
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(out)
@@ -184,8 +231,23 @@ func (p *public) forward(c *fiber.Ctx, key domain.Key, rt route, method, path st
 	if v := in.UserAgent(); len(v) > 0 {
 		out.Header.SetUserAgentBytes(v)
 	}
-	body, err := p.attachBody(c, out, rt.upload && method == fiber.MethodPost)
-	if err != nil {
+
+	upload := rt.upload && method == fiber.MethodPost
+	var idem *idempotentRun
+	if method == fiber.MethodPost && idemKey != "" {
+		idem = p.newIdempotentRun(c, key, path, idemKey, upload)
+		// Released unless completed below: an error return, a panic, an unreachable service.
+		defer idem.release()
+	}
+	var body *bodyReader
+	var err error
+	if idem != nil {
+		var done bool
+		body, done, err = idem.begin(out)
+		if err != nil || done {
+			return err
+		}
+	} else if body, err = p.attachBody(c, out, upload, nil); err != nil {
 		return err
 	}
 
@@ -198,7 +260,7 @@ func (p *public) forward(c *fiber.Ctx, key domain.Key, rt route, method, path st
 		Account:        key.Account(),
 		Livemode:       key.Livemode(),
 		RequestID:      fiberx.RequestID(c),
-		IdempotencyKey: string(in.Peek("Idempotency-Key")),
+		IdempotencyKey: idemKey,
 	}, method, path)
 
 	if err := rt.service.Do(out, resp); err != nil {
@@ -216,6 +278,9 @@ func (p *public) forward(c *fiber.Ctx, key domain.Key, rt route, method, path st
 	}
 	span.SetAttributes(attribute.Int("http.response.status_code", resp.StatusCode()))
 	copyResponse(c, resp)
+	if idem != nil {
+		idem.complete(resp, body)
+	}
 	return nil
 }
 

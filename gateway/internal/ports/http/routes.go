@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"rentalplatform/gateway/internal/adapters/upstream"
+	"rentalplatform/gateway/internal/domain"
 )
 
 // Services are the upstreams the public API is routed to.
@@ -40,6 +41,8 @@ type route struct {
 	// upload marks /v1/collection_cases/:id/files, whose POST body is streamed under the
 	// upload limit rather than buffered under the JSON limit.
 	upload bool
+	// resource is what a restricted key needs permission for.
+	resource domain.Resource
 }
 
 const apiPrefix = "/v1/"
@@ -57,10 +60,11 @@ func (s Services) match(path string) (route, bool) {
 		resource, _, _ = strings.Cut(tail, "/")
 	}
 	svc := s.owner(resource)
-	if svc == nil {
+	res, known := domain.ResourceOf(resource)
+	if svc == nil || !known {
 		return route{}, false
 	}
-	return route{service: svc, upload: isUpload(rest)}, true
+	return route{service: svc, upload: isUpload(rest), resource: res}, true
 }
 
 // isUpload reports whether rest (the path after /v1/) is collection_cases/<id>/files.

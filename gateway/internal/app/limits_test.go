@@ -1,0 +1,195 @@
+package app_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"rentalplatform/gateway/internal/app"
+	"rentalplatform/gateway/internal/domain"
+)
+
+// fakeLimiter counts calls per bucket and refuses past a fixed number, or fails.
+type fakeLimiter struct {
+	mu      sync.Mutex
+	calls   map[string]int
+	granted map[string]int
+	rates   map[string]int
+	allow   int // requests allowed per bucket
+	fail    error
+}
+
+func newFakeLimiter(allow int) *fakeLimiter {
+	return &fakeLimiter{calls: map[string]int{}, granted: map[string]int{}, rates: map[string]int{}, allow: allow}
+}
+
+func (f *fakeLimiter) Take(_ context.Context, bucket string, rate, burst int, _ time.Duration, n int) (app.RateDecision, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fail != nil {
+		return app.RateDecision{}, f.fail
+	}
+	f.calls[bucket]++
+	f.rates[bucket] = rate
+	used := f.taken(bucket)
+	if used >= f.allow {
+		return app.RateDecision{Limit: burst, RetryAfter: 3 * time.Second, ResetAfter: 4 * time.Second}, nil
+	}
+	g := min(n, f.allow-used)
+	f.granted[bucket] += g
+	return app.RateDecision{Granted: g, Limit: burst, Remaining: f.allow - used - g, ResetAfter: time.Second}, nil
+}
+
+func (f *fakeLimiter) taken(bucket string) int { return f.granted[bucket] }
+
+func TestRateLimitBuckets(t *testing.T) {
+	ctx := context.Background()
+	lim := newFakeLimiter(100)
+	s := newService(t, newMemKeys(), newClock(), app.Options{Limiter: lim,
+		Limits: app.Limits{LivePerSecond: 100, TestPerSecond: 25}})
+	test, _ := mustCreate(t, s, "acct_a", false)
+	test2, _ := mustCreate(t, s, "acct_a", false)
+	live, _ := mustCreate(t, s, "acct_a", true)
+	own, _, err := s.CreateKey(ctx, app.CreateKey{Account: "acct_a", RateLimit: &domain.RateLimit{PerSecond: 7}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlimited, _, err := s.CreateKey(ctx, app.CreateKey{Account: "acct_a", RateLimit: &domain.RateLimit{PerSecond: 0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []domain.Key{test, test2, live, own, unlimited} {
+		d, ok := s.RateLimit(ctx, k)
+		if k.ID() == unlimited.ID() {
+			if ok {
+				t.Fatalf("a key with rate_limit 0 was limited: %+v", d)
+			}
+			continue
+		}
+		if !ok || !d.Allowed {
+			t.Fatalf("key %s: %+v %v", k.ID(), d, ok)
+		}
+	}
+	want := map[string]int{"acct:acct_a:test": 25, "acct:acct_a:live": 100, "key:" + own.ID(): 7}
+	for b, rate := range want {
+		if lim.rates[b] != rate {
+			t.Errorf("bucket %s rate = %d, want %d (buckets %v)", b, lim.rates[b], rate, lim.rates)
+		}
+	}
+	if lim.calls["acct:acct_a:test"] != 2 || len(lim.calls) != 3 {
+		t.Errorf("calls = %v; want two test keys of one account sharing its bucket", lim.calls)
+	}
+
+	off := newService(t, newMemKeys(), newClock(), app.Options{Limiter: lim, Limits: app.Limits{LivePerSecond: 100}})
+	k, _ := mustCreate(t, off, "acct_b", false)
+	if _, ok := off.RateLimit(ctx, k); ok {
+		t.Fatal("GATEWAY_RATE_LIMIT_TEST=0 still limits test mode")
+	}
+}
+
+func TestRateLimitFailsOpen(t *testing.T) {
+	lim := newFakeLimiter(1)
+	lim.fail = errors.New("dial tcp: connection refused")
+	s := newService(t, newMemKeys(), newClock(), app.Options{Limiter: lim,
+		Limits: app.Limits{TestPerSecond: 1, AuthFailuresPerMinute: 1}})
+	k, _ := mustCreate(t, s, "acct_a", false)
+	for i := 0; i < 3; i++ {
+		if _, ok := s.RateLimit(context.Background(), k); ok {
+			t.Fatal("a failing limiter limited a request; want fail open")
+		}
+		if _, blocked := s.AuthFailed(context.Background(), "192.0.2.1"); blocked {
+			t.Fatal("a failing limiter blocked an address; want fail open")
+		}
+	}
+}
+
+func TestAuthFailuresBlockAnAddress(t *testing.T) {
+	clk := newClock()
+	lim := newFakeLimiter(3)
+	s := newService(t, newMemKeys(), clk, app.Options{Limiter: lim, Limits: app.Limits{AuthFailuresPerMinute: 3}})
+	ctx := context.Background()
+	for i := 0; i < 3; i++ {
+		if _, blocked := s.AuthFailed(ctx, "192.0.2.1"); blocked {
+			t.Fatalf("failure %d blocked the address, want 3 allowed", i+1)
+		}
+	}
+	wait, blocked := s.AuthFailed(ctx, "192.0.2.1")
+	if !blocked || wait != 3*time.Second {
+		t.Fatalf("4th failure: blocked %v for %s, want blocked for 3s", blocked, wait)
+	}
+	// Known as blocked without asking the limiter again.
+	calls := lim.calls["authfail:192.0.2.1"]
+	if _, blocked := s.Blocked("192.0.2.1"); !blocked {
+		t.Fatal("Blocked = false right after the block")
+	}
+	if _, blocked := s.Blocked("192.0.2.2"); blocked {
+		t.Fatal("another address is blocked")
+	}
+	if lim.calls["authfail:192.0.2.1"] != calls {
+		t.Fatal("Blocked asked the limiter")
+	}
+	clk.advance(3 * time.Second)
+	if _, blocked := s.Blocked("192.0.2.1"); blocked {
+		t.Fatal("still blocked after the retry time")
+	}
+}
+
+func TestRateLimitLeases(t *testing.T) {
+	ctx := context.Background()
+	clk := newClock()
+	lim := newFakeLimiter(1000)
+	s := newService(t, newMemKeys(), clk, app.Options{Limiter: lim, Limits: app.Limits{TestPerSecond: 25, LivePerSecond: 5000}})
+	test, _ := mustCreate(t, s, "acct_a", false)
+	live, _ := mustCreate(t, s, "acct_a", true)
+	// At 25/s a batch is one request: every request asks the limiter.
+	for i := 0; i < 5; i++ {
+		if _, ok := s.RateLimit(ctx, test); !ok {
+			t.Fatal("not limited")
+		}
+	}
+	if lim.calls["acct:acct_a:test"] != 5 {
+		t.Fatalf("limiter calls at 25/s = %d, want 5", lim.calls["acct:acct_a:test"])
+	}
+	// At 5,000/s a batch is 100: 250 requests within the lease window cost 3 calls.
+	for i := 0; i < 250; i++ {
+		if d, ok := s.RateLimit(ctx, live); !ok || !d.Allowed {
+			t.Fatalf("request %d refused: %+v", i, d)
+		}
+	}
+	if n := lim.calls["acct:acct_a:live"]; n != 3 {
+		t.Fatalf("limiter calls at 5,000/s = %d, want 3 (batches of 100)", n)
+	}
+	// A lease not used up within its window is forfeited: the next request asks again.
+	clk.advance(30 * time.Millisecond)
+	s.RateLimit(ctx, live)
+	if n := lim.calls["acct:acct_a:live"]; n != 4 {
+		t.Fatalf("limiter calls after the lease window = %d, want 4", n)
+	}
+}
+
+func TestRateLimitRefusalIsRemembered(t *testing.T) {
+	ctx := context.Background()
+	clk := newClock()
+	lim := newFakeLimiter(2)
+	s := newService(t, newMemKeys(), clk, app.Options{Limiter: lim, Limits: app.Limits{TestPerSecond: 2}})
+	k, _ := mustCreate(t, s, "acct_a", false)
+	for i := 0; i < 2; i++ {
+		if d, _ := s.RateLimit(ctx, k); !d.Allowed {
+			t.Fatalf("request %d refused", i+1)
+		}
+	}
+	d, ok := s.RateLimit(ctx, k)
+	if !ok || d.Allowed || d.RetryAfter != 3*time.Second || d.Remaining != 0 {
+		t.Fatalf("third request: %+v %v, want refused for 3s", d, ok)
+	}
+	calls := lim.calls["acct:acct_a:test"]
+	clk.advance(time.Second)
+	if d, _ := s.RateLimit(ctx, k); d.Allowed || d.RetryAfter != 2*time.Second {
+		t.Fatalf("during the refusal: %+v", d)
+	}
+	if lim.calls["acct:acct_a:test"] != calls {
+		t.Fatal("a remembered refusal asked the limiter again")
+	}
+}

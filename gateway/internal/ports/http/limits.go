@@ -1,0 +1,49 @@
+package http
+
+import (
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"rentalplatform/gateway/internal/app"
+	"rentalplatform/libs/apierr"
+)
+
+// Rate-limit response headers (IETF draft "RateLimit header fields for HTTP").
+const (
+	headerRateLimit     = "RateLimit-Limit"
+	headerRateRemaining = "RateLimit-Remaining"
+	headerRateReset     = "RateLimit-Reset"
+)
+
+// codeAuthRateLimited is the code of a client address blocked for failed authentications.
+const codeAuthRateLimited = "authentication_rate_limited"
+
+// seconds rounds d up to whole seconds, the unit of Retry-After and RateLimit-Reset.
+func seconds(d time.Duration) string {
+	return strconv.FormatInt(int64(math.Ceil(d.Seconds())), 10)
+}
+
+func setRateHeaders(c *fiber.Ctx, d app.RateDecision) {
+	h := &c.Response().Header
+	h.Set(headerRateLimit, strconv.Itoa(d.Limit))
+	h.Set(headerRateRemaining, strconv.Itoa(d.Remaining))
+	h.Set(headerRateReset, seconds(d.ResetAfter))
+}
+
+// rateLimited is the 429 of a key over its account's (or its own) rate limit.
+func rateLimited(c *fiber.Ctx, retry time.Duration) *apierr.Error {
+	c.Set(fiber.HeaderRetryAfter, seconds(max(retry, time.Second)))
+	return apierr.New(http.StatusTooManyRequests, apierr.RateLimit, apierr.CodeRateLimited,
+		"Too many requests hit the API too quickly for this account and mode. Retry after the number of seconds in Retry-After, and spread requests out (see the RateLimit-* headers).")
+}
+
+// authBlocked is the 429 of a client address that failed authentication too often.
+func authBlocked(c *fiber.Ctx, retry time.Duration) *apierr.Error {
+	c.Set(fiber.HeaderRetryAfter, seconds(max(retry, time.Second)))
+	return apierr.New(http.StatusTooManyRequests, apierr.RateLimit, codeAuthRateLimited,
+		"Too many requests with invalid API keys came from this address. Retry after the number of seconds in Retry-After with a valid key.")
+}

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// rateHeaders reads the RateLimit-* headers of a response (-1 when absent).
+func rateHeaders(r response) (limit, remaining, reset int) {
+	n := func(h string) int {
+		v, err := strconv.Atoi(r.header.Get(h))
+		if err != nil {
+			return -1
+		}
+		return v
+	}
+	return n("RateLimit-Limit"), n("RateLimit-Remaining"), n("RateLimit-Reset")
+}
+
+func TestGatewayRateLimits(t *testing.T) {
+	s := startStack(t, map[string]string{"GATEWAY_RATE_LIMIT_TEST": "4", "GATEWAY_RATE_LIMIT_LIVE": "0"})
+	key := s.createKey(t, "acct_rl", false)
+	sameAccount := s.createKey(t, "acct_rl", false)
+	otherAccount := s.createKey(t, "acct_rl2", false)
+	live := s.createKey(t, "acct_rl", true)
+	url := s.public + "/v1/webhook_endpoints"
+
+	t.Run("burst, 429 with headers, recovery after Retry-After", func(t *testing.T) {
+		// Two keys of one account share its bucket.
+		for i := 0; i < 4; i++ {
+			k := key
+			if i%2 == 1 {
+				k = sameAccount
+			}
+			r := do(t, "GET", url, nil, bearer(*k.Secret))
+			limit, remaining, reset := rateHeaders(r)
+			// Refill during the loop may leave one more than counted, never fewer.
+			if r.status != 200 || limit != 4 || remaining < 3-i || remaining > 4-i || reset < 1 || reset > 1 {
+				t.Fatalf("request %d: %d limit %d remaining %d reset %d", i+1, r.status, limit, remaining, reset)
+			}
+		}
+		var r response
+		for i := 0; i < 3; i++ { // a refill may let one more through
+			if r = do(t, "GET", url, nil, bearer(*key.Secret)); r.status == 429 {
+				break
+			}
+		}
+		e := r.expectError(t, 429, "rate_limit_error", "rate_limited")
+		if e.Error.Message == "" {
+			t.Fatal("429 without a message")
+		}
+		limit, remaining, reset := rateHeaders(r)
+		retry, err := strconv.Atoi(r.header.Get("Retry-After"))
+		if err != nil || retry < 1 || limit != 4 || remaining != 0 || reset < 1 {
+			t.Fatalf("429 headers: Retry-After %q limit %d remaining %d reset %d", r.header.Get("Retry-After"), limit, remaining, reset)
+		}
+		// Another account and another mode are not affected.
+		if r := do(t, "GET", url, nil, bearer(*otherAccount.Secret)); r.status != 200 {
+			t.Fatalf("other account: %d", r.status)
+		}
+		if r := do(t, "GET", url, nil, bearer(*live.Secret)); r.status != 200 || r.header.Get("RateLimit-Limit") != "" {
+			t.Fatalf("live mode with GATEWAY_RATE_LIMIT_LIVE=0: %d %v", r.status, r.header)
+		}
+		time.Sleep(time.Duration(retry) * time.Second)
+		if r := do(t, "GET", url, nil, bearer(*key.Secret)); r.status != 200 {
+			t.Fatalf("after Retry-After: %d %s", r.status, r.body)
+		}
+	})
+
+	t.Run("a refused request does not reach the service", func(t *testing.T) {
+		path := "/v1/webhook_endpoints/we_rl"
+		before := s.services["webhooks"].callsTo(path)
+		var limited int
+		for i := 0; i < 12; i++ {
+			if r := do(t, "GET", s.public+path, nil, bearer(*otherAccount.Secret)); r.status == 429 {
+				limited++
+			}
+		}
+		if limited == 0 || s.services["webhooks"].callsTo(path)-before != 12-limited {
+			t.Fatalf("%d limited, %d reached the service", limited, s.services["webhooks"].callsTo(path)-before)
+		}
+	})
+
+	t.Run("per-key override through the admin API", func(t *testing.T) {
+		k := s.createKey(t, "acct_rl3", false)
+		r := do(t, "POST", s.admin+"/admin/api_keys/"+k.ID, strings.NewReader(`{"rate_limit":2}`), jsonHeaders(testAdminToken))
+		var got map[string]any
+		r.json(t, &got)
+		if r.status != 200 || got["rate_limit"] != float64(2) {
+			t.Fatalf("set rate_limit: %d %s", r.status, r.body)
+		}
+		statuses := burst(t, url, *k.Secret, 4)
+		if statuses[0] != 200 || statuses[3] != 429 {
+			t.Fatalf("with its own limit of 2: %v", statuses)
+		}
+		if r := do(t, "GET", url, nil, bearer(*k.Secret)); r.header.Get("RateLimit-Limit") != "2" {
+			t.Fatalf("RateLimit-Limit = %q, want 2", r.header.Get("RateLimit-Limit"))
+		}
+		// 0: this key is not limited at all.
+		do(t, "POST", s.admin+"/admin/api_keys/"+k.ID, strings.NewReader(`{"rate_limit":0}`), jsonHeaders(testAdminToken))
+		for _, st := range burst(t, url, *k.Secret, 10) {
+			if st != 200 {
+				t.Fatalf("rate_limit 0 still limits: %v", st)
+			}
+		}
+		// null: back to the account's bucket (4/s).
+		r = do(t, "POST", s.admin+"/admin/api_keys/"+k.ID, strings.NewReader(`{"rate_limit":null}`), jsonHeaders(testAdminToken))
+		got = nil
+		r.json(t, &got)
+		if got["rate_limit"] != nil {
+			t.Fatalf("rate_limit null: %s", r.body)
+		}
+		if r := do(t, "GET", url, nil, bearer(*k.Secret)); r.header.Get("RateLimit-Limit") != "4" {
+			t.Fatalf("back to the default: RateLimit-Limit %q", r.header.Get("RateLimit-Limit"))
+		}
+	})
+}
+
+func burst(t *testing.T, url, secret string, n int) []int {
+	t.Helper()
+	out := make([]int, n)
+	for i := range out {
+		out[i] = do(t, "GET", url, nil, bearer(secret)).status
+	}
+	return out
+}
+
+// TestGatewayAuthFailureLimit: failed authentications are limited per client address; once
+// over, the address gets 429 for everything (no key is looked up) until Retry-After.
+func TestGatewayAuthFailureLimit(t *testing.T) {
+	s := startStack(t, map[string]string{"GATEWAY_AUTH_FAILURE_LIMIT": "30"})
+	key := s.createKey(t, "acct_bf", false)
+	url := s.public + "/v1/webhook_endpoints"
+	var r response
+	n := 0
+	for ; n < 40; n++ {
+		r = do(t, "GET", url, nil, bearer(fmt.Sprintf("sk_test_%043d", n)))
+		if r.status != 401 {
+			break
+		}
+	}
+	if n < 30 || n > 31 {
+		t.Fatalf("%d failures before the block, want 30 (one more if a token refilled)", n)
+	}
+	r.expectError(t, 429, "rate_limit_error", "authentication_rate_limited")
+	retry, err := strconv.Atoi(r.header.Get("Retry-After"))
+	if err != nil || retry < 1 || retry > 2 {
+		t.Fatalf("Retry-After = %q, want 1–2 s (30/min refills one every 2 s)", r.header.Get("Retry-After"))
+	}
+	// Blocked: even a valid key from this address waits.
+	do(t, "GET", url, nil, bearer(*key.Secret)).expectError(t, 429, "rate_limit_error", "authentication_rate_limited")
+	time.Sleep(time.Duration(retry) * time.Second)
+	if r := do(t, "GET", url, nil, bearer(*key.Secret)); r.status != 200 {
+		t.Fatalf("after Retry-After: %d %s", r.status, r.body)
+	}
+}
