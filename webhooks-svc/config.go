@@ -26,6 +26,7 @@ type Config struct {
 	EventsRetention     time.Duration
 	Concurrency         int
 	OutboxRelayInterval time.Duration
+	EndpointCacheTTL    time.Duration
 }
 
 func loadConfig(getenv config.Getenv) (Config, error) {
@@ -41,6 +42,7 @@ func loadConfig(getenv config.Getenv) (Config, error) {
 		EventsRetention:     r.Duration("EVENTS_RETENTION", 720*time.Hour),
 		Concurrency:         r.Int("WEBHOOKS_CONCURRENCY", 50, 1, 10000),
 		OutboxRelayInterval: r.Duration("OUTBOX_RELAY_INTERVAL", time.Second),
+		EndpointCacheTTL:    r.Duration("WEBHOOKS_ENDPOINT_CACHE_TTL", time.Second),
 	}
 	errs := []error{baseErr, r.Err()}
 	var err error
@@ -58,6 +60,7 @@ func loadConfig(getenv config.Getenv) (Config, error) {
 		{"WEBHOOKS_AUTO_DISABLE_AFTER", cfg.AutoDisableAfter},
 		{"EVENTS_RETENTION", cfg.EventsRetention},
 		{"OUTBOX_RELAY_INTERVAL", cfg.OutboxRelayInterval},
+		{"WEBHOOKS_ENDPOINT_CACHE_TTL", cfg.EndpointCacheTTL},
 	} {
 		if p.d <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be longer than 0", p.name))

@@ -55,7 +55,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	rt.OnClose(func(context.Context) error { return client.Close() })
 	rt.AddCheck("redis", func(context.Context) error { return client.Ping() })
 
-	endpoints := mongo.NewRepository(rt.DB, prop)
+	endpoints := mongo.NewRepository(rt.DB, prop, cfg.EndpointCacheTTL)
 	eventStore := mongo.NewEvents(rt.DB)
 	deliveries := mongo.NewDeliveries(rt.DB)
 	if err := endpoints.EnsureIndexes(ctx); err != nil {

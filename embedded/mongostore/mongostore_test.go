@@ -13,7 +13,7 @@ import (
 	"rentalplatform/embedded/mongostore"
 )
 
-func start(t *testing.T, dir string) *mongostore.Store {
+func start(t testing.TB, dir string) *mongostore.Store {
 	t.Helper()
 	s, err := mongostore.Start(t.Context(), mongostore.Options{Dir: dir})
 	if err != nil {
@@ -22,7 +22,7 @@ func start(t *testing.T, dir string) *mongostore.Store {
 	return s
 }
 
-func connect(t *testing.T, uri string) *mongo.Client {
+func connect(t testing.TB, uri string) *mongo.Client {
 	t.Helper()
 	c, err := mongo.Connect(options.Client().ApplyURI(uri))
 	if err != nil {

@@ -62,7 +62,8 @@ func (f *fakePublisher) Dispatch(_ context.Context, _ string, evs []events.Event
 	f.evs = append(f.evs, evs...)
 }
 
-// crashingDeliveries fails the n-th Create, as a crash half-way through a fan-out would.
+// crashingDeliveries fails at the n-th delivery created, as a crash half-way through a fan-out
+// would: the ones before it are stored, the rest are not.
 type crashingDeliveries struct {
 	domain.DeliveryRepository
 	mu      sync.Mutex
@@ -79,6 +80,18 @@ func (c *crashingDeliveries) Create(ctx context.Context, d *domain.Delivery) (bo
 		return false, errors.New("crash")
 	}
 	return c.DeliveryRepository.Create(ctx, d)
+}
+
+func (c *crashingDeliveries) CreateAll(ctx context.Context, ds []*domain.Delivery) ([]bool, error) {
+	out := make([]bool, len(ds))
+	for i, d := range ds {
+		created, err := c.Create(ctx, d)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = created
+	}
+	return out, nil
 }
 
 type env struct {
@@ -105,7 +118,7 @@ func newEnv(t *testing.T) *env {
 	}
 	e.caller = app.Caller{Account: e.gen.New(ids.Account), RequestID: "req_1", IdempotencyKey: "key-1"}
 	e.svc = app.New(app.Deps{
-		Endpoints: mongo.NewRepository(db, nil), Events: e.events, Deliveries: e.delivs,
+		Endpoints: mongo.NewRepository(db, nil, time.Minute), Events: e.events, Deliveries: e.delivs,
 		Scheduler: e.sched, Sender: e.sender, Publisher: e.pub,
 		Clock: app.ClockFunc(time.Now), IDs: e.gen,
 	}, app.Config{

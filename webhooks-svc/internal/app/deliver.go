@@ -19,7 +19,9 @@ import (
 // waits, pending, until the endpoint is enabled again. An error means the attempt could not be
 // recorded (the store is down) and the task should run again.
 func (s *Service) Deliver(ctx context.Context, id string, attempt int) error {
-	d, err := s.Deliveries.Get(ctx, id)
+	// A stale copy (another process moved the delivery on) at worst sends an attempt that is
+	// then recorded as superseded: Update below writes only over the stored version.
+	d, err := s.Deliveries.Cached(ctx, id)
 	if errors.Is(err, domain.ErrDeliveryNotFound) {
 		return nil // purged with its event
 	}
@@ -29,7 +31,13 @@ func (s *Service) Deliver(ctx context.Context, id string, attempt int) error {
 	if !d.Due(attempt) {
 		return s.settle(ctx, d)
 	}
-	ep, err := s.Endpoints.Get(ctx, d.Endpoint(), d.Account(), d.Livemode())
+	// The endpoint comes from the delivery path's cache; a disabled or deleted one is read
+	// again from the store before the delivery is parked or abandoned for it, since the cache
+	// may not have seen it enabled again (or created) by another process yet.
+	ep, err := s.Endpoints.Cached(ctx, d.Endpoint(), d.Account(), d.Livemode())
+	if errors.Is(err, domain.ErrNotFound) || (err == nil && ep.Status() != domain.StatusEnabled) {
+		ep, err = s.Endpoints.Get(ctx, d.Endpoint(), d.Account(), d.Livemode())
+	}
 	if errors.Is(err, domain.ErrNotFound) {
 		return s.abandon(ctx, id)
 	}
@@ -45,7 +53,7 @@ func (s *Service) Deliver(ctx context.Context, id string, attempt int) error {
 		})
 		return ignoreUnchanged(err)
 	}
-	rec, err := s.Events.Get(ctx, d.Event())
+	ev, err := s.Events.Event(ctx, d.Event())
 	if errors.Is(err, domain.ErrEventNotFound) {
 		return s.abandon(ctx, id)
 	}
@@ -54,12 +62,12 @@ func (s *Service) Deliver(ctx context.Context, id string, attempt int) error {
 	}
 
 	now := s.Clock.Now()
-	body, err := json.Marshal(events.Render(rec.Event, ep.APIVersion()))
+	body, err := json.Marshal(events.Render(ev, ep.APIVersion()))
 	if err != nil {
-		return fmt.Errorf("render event %s: %w", rec.Event.ID, err)
+		return fmt.Errorf("render event %s: %w", ev.ID, err)
 	}
 	res := s.Sender.Send(ctx, Request{
-		URL: ep.URL(), MessageID: rec.Event.ID, Timestamp: now, Body: body, Secrets: ep.SigningSecrets(now),
+		URL: ep.URL(), MessageID: ev.ID, Timestamp: now, Body: body, Secrets: ep.SigningSecrets(now),
 	})
 
 	var outcome domain.Outcome

@@ -24,18 +24,22 @@ func (s *Service) Ingest(ctx context.Context, ev events.Event) error {
 		return err
 	}
 	now := s.Clock.Now()
-	for _, t := range rec.Targets {
-		d := domain.NewDelivery(domain.NewDeliveryParams{
+	ds := make([]*domain.Delivery, len(rec.Targets))
+	for i, t := range rec.Targets {
+		ds[i] = domain.NewDelivery(domain.NewDeliveryParams{
 			ID: t.Delivery, Event: rec.Event.ID, Endpoint: t.Endpoint,
 			Account: rec.Event.Account, Livemode: rec.Event.Livemode,
 			EventCreated: time.Unix(rec.Event.Created, 0), Created: now,
 		})
-		created, err := s.Deliveries.Create(ctx, d)
-		if err != nil {
-			return err
-		}
-		if !created {
-			if d, err = s.Deliveries.Get(ctx, t.Delivery); err != nil {
+	}
+	created, err := s.Deliveries.CreateAll(ctx, ds)
+	if err != nil {
+		return err
+	}
+	for i, d := range ds {
+		if !created[i] {
+			// Made by an earlier run of this task: it may have moved on since.
+			if d, err = s.Deliveries.Get(ctx, d.ID()); err != nil {
 				return err
 			}
 		}

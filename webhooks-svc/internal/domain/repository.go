@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"rentalplatform/libs/events"
 	"rentalplatform/libs/listing"
 )
 
@@ -27,8 +28,12 @@ type Repository interface {
 	// direction read (see listing.Params).
 	List(ctx context.Context, account string, livemode bool, p listing.Params) ([]*Endpoint, bool, error)
 	// Subscribed returns the account's enabled endpoints in the mode that receive events of
-	// type eventType.
+	// type eventType. Like Cached, it may answer from a cache: a change made by another
+	// process may take up to the cache period to show.
 	Subscribed(ctx context.Context, account string, livemode bool, eventType string) ([]*Endpoint, error)
+	// Cached is Get for the delivery path: it may answer from a cache, current for the
+	// changes this process made and at most the cache period old for the others'.
+	Cached(ctx context.Context, id, account string, livemode bool) (*Endpoint, error)
 }
 
 // EventFilter narrows an event list; zero fields do not filter.
@@ -49,6 +54,9 @@ type EventRepository interface {
 	// Get returns the record whatever its account (callers check the owner), or
 	// ErrEventNotFound.
 	Get(ctx context.Context, id string) (*EventRecord, error)
+	// Event returns the event itself (not where its deliveries stand), which never changes once
+	// stored, so it may come from memory; or ErrEventNotFound.
+	Event(ctx context.Context, id string) (events.Event, error)
 	// List returns one page of the account's events in the mode, newest first.
 	List(ctx context.Context, account string, livemode bool, f EventFilter, p listing.Params) ([]*EventRecord, bool, error)
 	// SetDeliveryStatus records where one of the event's deliveries stands (and so its
@@ -63,9 +71,15 @@ type DeliveryRepository interface {
 	// Create stores a new delivery; false when the delivery, or another for the same event and
 	// endpoint, is already stored (and then nothing is changed).
 	Create(ctx context.Context, d *Delivery) (bool, error)
+	// CreateAll is Create for several deliveries at once; it reports for each whether it
+	// was new.
+	CreateAll(ctx context.Context, ds []*Delivery) ([]bool, error)
 	// Get returns the delivery whatever its account (callers check the owner), or
 	// ErrDeliveryNotFound.
 	Get(ctx context.Context, id string) (*Delivery, error)
+	// Cached is Get for the delivery path: it may answer with the delivery as this process
+	// last read or wrote it, which another process may have changed since.
+	Cached(ctx context.Context, id string) (*Delivery, error)
 	// Update reads the delivery, applies fn and stores the result unless fn fails; as
 	// Repository.Update.
 	Update(ctx context.Context, id string, fn func(*Delivery) error) (*Delivery, error)

@@ -29,7 +29,7 @@ func benchDeliveries(ctx context.Context, st *stack.Stack, s settings, stdout io
 	// Updates are spread over several source endpoints: updates of one endpoint are applied one
 	// after the other, and the benchmark is about delivery, not about one document's lock.
 	var sources []string
-	for i := 0; i < 10; i++ {
+	for i := 0; i < 50; i++ {
 		id, err := api.createEndpoint(fmt.Sprintf("https://example.com/source-%d", i), "payment_request.failed")
 		if err != nil {
 			return err

@@ -57,8 +57,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	fs.IntVar(&s.eventRate, "event-rate", 200, "events/s for the event-to-delivery latency run")
 	fs.IntVar(&s.deliveryRate, "delivery-rate", 1000, "deliveries/s for the delivery throughput run (20 endpoints)")
 	fs.StringVar(&s.only, "only", "", "run only 'gateway' or 'delivery'")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (the load generator, the receiver and the embedded stores) to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *cpuProfile != "" {
+		stopProfile, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stopProfile()
 	}
 
 	root, err := filepath.Abs(".")

@@ -20,16 +20,16 @@ const DeliveriesCollection = "webhook_deliveries"
 
 // Deliveries implements domain.DeliveryRepository.
 type Deliveries struct {
-	coll  *mongo.Collection
-	locks *stripes
-	srv   *mongox.Server
+	coll *mongo.Collection
+	docs *docStore[deliveryDoc]
 }
 
 var _ domain.DeliveryRepository = (*Deliveries)(nil)
 
 // NewDeliveries returns the delivery store over db.
 func NewDeliveries(db *mongo.Database) *Deliveries {
-	return &Deliveries{coll: db.Collection(DeliveriesCollection), locks: newStripes(), srv: mongox.NewServer(db)}
+	coll := db.Collection(DeliveriesCollection)
+	return &Deliveries{coll: coll, docs: newDocStore(coll, domain.ErrDeliveryNotFound, func(d deliveryDoc) int64 { return d.Version })}
 }
 
 // EnsureIndexes declares the unique (event, endpoint) index that keeps a redelivered event from
@@ -109,16 +109,46 @@ func (d deliveryDoc) delivery() *domain.Delivery {
 
 // Create implements domain.DeliveryRepository.
 func (r *Deliveries) Create(ctx context.Context, d *domain.Delivery) (bool, error) {
-	return insertOnce(ctx, r.coll, toDeliveryDoc(d, 1))
+	doc := toDeliveryDoc(d, 1)
+	created, err := insertOnce(ctx, r.coll, doc)
+	if created {
+		r.docs.inserted(doc.ID, doc)
+	}
+	return created, err
 }
 
-func (r *Deliveries) find(ctx context.Context, id string) (deliveryDoc, error) {
-	return findByID[deliveryDoc](ctx, r.coll, id, domain.ErrDeliveryNotFound)
+// CreateAll implements domain.DeliveryRepository, in one command.
+func (r *Deliveries) CreateAll(ctx context.Context, ds []*domain.Delivery) ([]bool, error) {
+	docs := make([]deliveryDoc, len(ds))
+	models := make([]any, len(ds))
+	for i, d := range ds {
+		docs[i] = toDeliveryDoc(d, 1)
+		models[i] = docs[i]
+	}
+	created, err := mongox.InsertNew(ctx, r.coll, models)
+	if err != nil {
+		return nil, err
+	}
+	for i, c := range created {
+		if c {
+			r.docs.inserted(docs[i].ID, docs[i])
+		}
+	}
+	return created, nil
 }
 
 // Get implements domain.DeliveryRepository.
 func (r *Deliveries) Get(ctx context.Context, id string) (*domain.Delivery, error) {
-	d, err := r.find(ctx, id)
+	d, err := r.docs.find(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return d.delivery(), nil
+}
+
+// Cached implements domain.DeliveryRepository.
+func (r *Deliveries) Cached(ctx context.Context, id string) (*domain.Delivery, error) {
+	d, err := r.docs.cached(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -127,19 +157,14 @@ func (r *Deliveries) Get(ctx context.Context, id string) (*domain.Delivery, erro
 
 // Update implements domain.DeliveryRepository.
 func (r *Deliveries) Update(ctx context.Context, id string, fn func(*domain.Delivery) error) (*domain.Delivery, error) {
-	defer r.locks.lock(id)()
 	var out *domain.Delivery
-	err := replaceLoop(ctx, r.srv, r.coll, id, domain.ErrConflict, func() (any, int64, error) {
-		d, err := r.find(ctx, id)
-		if err != nil {
-			return nil, 0, err
-		}
+	_, err := r.docs.update(ctx, id, domain.ErrConflict, func(d deliveryDoc) (deliveryDoc, bool, error) {
 		del := d.delivery()
 		if err := fn(del); err != nil {
-			return nil, 0, err
+			return d, false, err
 		}
 		out = del
-		return toDeliveryDoc(del, d.Version+1), d.Version, nil
+		return toDeliveryDoc(del, d.Version+1), true, nil
 	})
 	if err != nil {
 		return nil, err
@@ -201,6 +226,7 @@ func (r *Deliveries) Overdue(ctx context.Context, before time.Time, limit int) (
 // Purge implements domain.DeliveryRepository.
 func (r *Deliveries) Purge(ctx context.Context, eventsBefore time.Time) (int64, error) {
 	res, err := r.coll.DeleteMany(ctx, bson.D{{Key: "event_created_at", Value: bson.D{{Key: "$lt", Value: eventsBefore.UTC()}}}})
+	r.docs.cache.clear()
 	if err != nil {
 		return 0, fmt.Errorf("purge webhook deliveries: %w", err)
 	}

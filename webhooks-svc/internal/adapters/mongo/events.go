@@ -3,12 +3,14 @@ package mongo
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"rentalplatform/libs/events"
 	"rentalplatform/libs/eventtype"
 	"rentalplatform/libs/listing"
 	"rentalplatform/libs/mongox"
@@ -22,16 +24,29 @@ const EventsCollection = "events"
 
 // Events implements domain.EventRepository.
 type Events struct {
-	coll  *mongo.Collection
-	locks *stripes
-	srv   *mongox.Server
+	coll *mongo.Collection
+	docs *docStore[eventDoc]
+
+	// statusMu guards statuses: the delivery outcomes of each event waiting to be written.
+	statusMu sync.Mutex
+	statuses map[string]*statusBatch
+}
+
+// statusBatch is what SetDeliveryStatus calls on one event have asked for and not yet written.
+type statusBatch struct {
+	changes map[string]domain.DeliveryStatus
+	waiters []chan error
 }
 
 var _ domain.EventRepository = (*Events)(nil)
 
 // NewEvents returns the event store over db.
 func NewEvents(db *mongo.Database) *Events {
-	return &Events{coll: db.Collection(EventsCollection), locks: newStripes(), srv: mongox.NewServer(db)}
+	coll := db.Collection(EventsCollection)
+	return &Events{
+		coll: coll, docs: newDocStore(coll, domain.ErrEventNotFound, func(d eventDoc) int64 { return d.Version }),
+		statuses: map[string]*statusBatch{},
+	}
 }
 
 // EnsureIndexes declares the list indexes (account and mode, then each filter, then _id for the
@@ -108,20 +123,30 @@ func (d eventDoc) record() *domain.EventRecord {
 
 // Insert implements domain.EventRepository.
 func (r *Events) Insert(ctx context.Context, rec *domain.EventRecord) (bool, error) {
-	return insertOnce(ctx, r.coll, toEventDoc(rec, 1))
-}
-
-func (r *Events) find(ctx context.Context, id string) (eventDoc, error) {
-	return findByID[eventDoc](ctx, r.coll, id, domain.ErrEventNotFound)
+	d := toEventDoc(rec, 1)
+	inserted, err := insertOnce(ctx, r.coll, d)
+	if inserted {
+		r.docs.inserted(d.ID, d)
+	}
+	return inserted, err
 }
 
 // Get implements domain.EventRepository.
 func (r *Events) Get(ctx context.Context, id string) (*domain.EventRecord, error) {
-	d, err := r.find(ctx, id)
+	d, err := r.docs.find(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	return d.record(), nil
+}
+
+// Event implements domain.EventRepository.
+func (r *Events) Event(ctx context.Context, id string) (events.Event, error) {
+	d, err := r.docs.cached(ctx, id)
+	if err != nil {
+		return events.Event{}, err
+	}
+	return d.record().Event, nil
 }
 
 // List implements domain.EventRepository.
@@ -149,26 +174,56 @@ func (r *Events) List(ctx context.Context, account string, livemode bool, f doma
 	return out, hasMore, nil
 }
 
-// SetDeliveryStatus implements domain.EventRepository. Deliveries of one event finish
-// concurrently, so the event's writes are serialised (see stripes).
+// SetDeliveryStatus implements domain.EventRepository. The deliveries of one event finish
+// together (a fan-out to twenty endpoints finishes twenty deliveries within milliseconds), and
+// each would rewrite the event. So the first caller writes its change, and the changes that
+// arrive for the event meanwhile are written together by one of their callers once that write
+// is done; every caller returns when its own change is stored.
 func (r *Events) SetDeliveryStatus(ctx context.Context, event, delivery string, s domain.DeliveryStatus) error {
-	defer r.locks.lock(event)()
-	return replaceLoop(ctx, r.srv, r.coll, event, domain.ErrConflict, func() (any, int64, error) {
-		d, err := r.find(ctx, event)
-		if err != nil {
-			return nil, 0, err
+	done := make(chan error, 1)
+	r.statusMu.Lock()
+	b, running := r.statuses[event]
+	if !running {
+		b = &statusBatch{changes: map[string]domain.DeliveryStatus{}}
+		r.statuses[event] = b
+	}
+	b.changes[delivery] = s
+	b.waiters = append(b.waiters, done)
+	r.statusMu.Unlock()
+	if running {
+		return <-done
+	}
+	for {
+		r.statusMu.Lock()
+		changes, waiters := b.changes, b.waiters
+		if len(waiters) == 0 {
+			delete(r.statuses, event)
+			r.statusMu.Unlock()
+			return <-done
 		}
-		rec := d.record()
-		if !rec.SetStatus(delivery, s) {
-			return nil, 0, nil
+		b.changes, b.waiters = map[string]domain.DeliveryStatus{}, nil
+		r.statusMu.Unlock()
+		_, err := r.docs.update(ctx, event, domain.ErrConflict, func(d eventDoc) (eventDoc, bool, error) {
+			rec := d.record()
+			changed := false
+			for del, st := range changes {
+				changed = rec.SetStatus(del, st) || changed
+			}
+			if !changed {
+				return d, false, nil
+			}
+			return toEventDoc(rec, d.Version+1), true, nil
+		})
+		for _, w := range waiters {
+			w <- err
 		}
-		return toEventDoc(rec, d.Version+1), d.Version, nil
-	})
+	}
 }
 
 // Purge implements domain.EventRepository.
 func (r *Events) Purge(ctx context.Context, before time.Time) (int64, error) {
 	res, err := r.coll.DeleteMany(ctx, bson.D{{Key: "created", Value: bson.D{{Key: "$lt", Value: before.Unix()}}}})
+	r.docs.cache.clear()
 	if err != nil {
 		return 0, fmt.Errorf("purge events: %w", err)
 	}

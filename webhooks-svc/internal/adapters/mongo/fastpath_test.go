@@ -26,7 +26,7 @@ import (
 func TestFastPathClearsWhatTheWriteStored(t *testing.T) {
 	t.Parallel()
 	prop := propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
-	repo := mongo.NewRepository(testkit.MongoDatabase(t), prop)
+	repo := mongo.NewRepository(testkit.MongoDatabase(t), prop, 0)
 	if err := repo.EnsureIndexes(t.Context()); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package mongo_test
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -57,7 +58,7 @@ func pendingIDs(t *testing.T, repo *mongo.Repository, id string) []string {
 func TestOutbox(t *testing.T) {
 	t.Parallel()
 	db := testkit.MongoDatabase(t)
-	repo := mongo.NewRepository(db, nil)
+	repo := mongo.NewRepository(db, nil, 0)
 	if err := repo.EnsureIndexes(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -169,44 +170,110 @@ func TestOutbox(t *testing.T) {
 func TestSubscribed(t *testing.T) {
 	t.Parallel()
 	db := testkit.MongoDatabase(t)
-	repo := mongo.NewRepository(db, nil)
+	for _, ttl := range []time.Duration{0, time.Hour} {
+		t.Run(fmt.Sprintf("cache=%s", ttl), func(t *testing.T) {
+			t.Parallel()
+			repo := mongo.NewRepository(db, nil, ttl)
+			ctx := t.Context()
+			f := newFixture(t, repo)
+			// With the cache on, the first read loads it, so what follows is applied to it.
+			if _, err := repo.Subscribed(ctx, f.account, false, "payment_request.succeeded"); err != nil {
+				t.Fatal(err)
+			}
+			mk := func(livemode bool, events []string, disabled bool) string {
+				e := f.endpoint(livemode, "")
+				if err := e.Update(domain.Changes{EnabledEvents: events}); err != nil {
+					t.Fatal(err)
+				}
+				if disabled {
+					e.Disable()
+				}
+				if err := repo.Create(ctx, e); err != nil {
+					t.Fatal(err)
+				}
+				return e.ID()
+			}
+			all := mk(false, []string{"*"}, false)
+			exact := mk(false, []string{"payment_request.failed", "payment_request.succeeded"}, false)
+			mk(false, []string{"payment_request.created"}, false)       // another type
+			mk(false, []string{"*"}, true)                              // disabled
+			mk(true, []string{"payment_request.succeeded", "*"}, false) // other mode
+			newFixture(t, repo).create(false, "other account")          // other account
+			gone := mk(false, []string{"*"}, false)
+			if _, err := repo.Update(ctx, gone, f.account, false, func(e *domain.Endpoint) error { e.Delete(); return nil }); err != nil {
+				t.Fatal(err)
+			}
+			got, err := repo.Subscribed(ctx, f.account, false, "payment_request.succeeded")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var gotIDs []string
+			for _, e := range got {
+				gotIDs = append(gotIDs, e.ID())
+			}
+			if !slices.Equal(gotIDs, []string{all, exact}) {
+				t.Fatalf("Subscribed = %v, want %v", gotIDs, []string{all, exact})
+			}
+		})
+	}
+}
+
+// The delivery path's cache shows this process's writes at once and another process's within
+// its period.
+func TestEndpointCache(t *testing.T) {
+	t.Parallel()
+	db := testkit.MongoDatabase(t)
+	const ttl = 300 * time.Millisecond
+	repo := mongo.NewRepository(db, nil, ttl)
+	other := mongo.NewRepository(db, nil, 0) // another process
 	ctx := t.Context()
 	f := newFixture(t, repo)
-	mk := func(livemode bool, events []string, disabled bool) string {
-		e := f.endpoint(livemode, "")
-		if err := e.Update(domain.Changes{EnabledEvents: events}); err != nil {
+	e := f.create(false, "cached")
+	subscribed := func() bool {
+		t.Helper()
+		got, err := repo.Subscribed(ctx, f.account, false, "payment_request.succeeded")
+		if err != nil {
 			t.Fatal(err)
 		}
-		if disabled {
-			e.Disable()
-		}
-		if err := repo.Create(ctx, e); err != nil {
-			t.Fatal(err)
-		}
-		return e.ID()
+		return len(got) == 1 && got[0].ID() == e.ID()
 	}
-	all := mk(false, []string{"*"}, false)
-	exact := mk(false, []string{"payment_request.failed", "payment_request.succeeded"}, false)
-	mk(false, []string{"payment_request.created"}, false)       // another type
-	mk(false, []string{"*"}, true)                              // disabled
-	mk(true, []string{"payment_request.succeeded", "*"}, false) // other mode
-	newFixture(t, repo).create(false, "other account")          // other account
-	got, err := repo.Subscribed(ctx, f.account, false, "payment_request.succeeded")
-	if err != nil {
+	if !subscribed() {
+		t.Fatal("a created endpoint is not subscribed")
+	}
+	if _, err := repo.Update(ctx, e.ID(), f.account, false, func(e *domain.Endpoint) error { e.Disable(); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	var gotIDs []string
-	for _, e := range got {
-		gotIDs = append(gotIDs, e.ID())
+	if subscribed() {
+		t.Fatal("this process disabled the endpoint, the cache still delivers to it")
 	}
-	if !slices.Equal(gotIDs, []string{all, exact}) {
-		t.Fatalf("Subscribed = %v, want %v", gotIDs, []string{all, exact})
+	if c, err := repo.Cached(ctx, e.ID(), f.account, false); err != nil || c.Status() != domain.StatusDisabled {
+		t.Fatalf("Cached after a local disable = %v, %v", c, err)
+	}
+	if _, err := other.Update(ctx, e.ID(), f.account, false, func(e *domain.Endpoint) error { e.Enable(); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(ttl + 2*time.Second)
+	for !subscribed() {
+		if time.Now().After(deadline) {
+			t.Fatalf("another process enabled the endpoint; the cache did not see it within its period")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// An endpoint another process created is found even before the cache is read again.
+	created := newFixture(t, other)
+	created.account = f.account
+	n := created.create(false, "made elsewhere")
+	if c, err := repo.Cached(ctx, n.ID(), f.account, false); err != nil || c.ID() != n.ID() {
+		t.Fatalf("Cached(endpoint created elsewhere) = %v, %v", c, err)
+	}
+	if _, err := repo.Cached(ctx, n.ID(), "acct_someone_else", false); !errors.Is(err, domain.ErrNotFound) {
+		t.Fatalf("Cached for another account = %v, want ErrNotFound", err)
 	}
 }
 
 func TestEndpointDeliveryStateRoundTrips(t *testing.T) {
 	t.Parallel()
-	repo := mongo.NewRepository(testkit.MongoDatabase(t), nil)
+	repo := mongo.NewRepository(testkit.MongoDatabase(t), nil, 0)
 	ctx := t.Context()
 	f := newFixture(t, repo)
 	e := f.create(false, "state")

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -40,14 +41,28 @@ type Repository struct {
 	srv   *mongox.Server
 	prop  propagation.TextMapPropagator
 	now   func() time.Time
+	snaps *snapshots // nil: Subscribed and Cached read the store
 }
 
 var _ domain.Repository = (*Repository)(nil)
 
 // NewRepository returns a repository over db. prop writes the trace context of the request
-// that raised an event into its outbox entry (nil: none).
-func NewRepository(db *mongo.Database, prop propagation.TextMapPropagator) *Repository {
-	return &Repository{coll: db.Collection(Collection), locks: newStripes(), srv: mongox.NewServer(db), prop: prop, now: time.Now}
+// that raised an event into its outbox entry (nil: none). cacheTTL is how long Subscribed and
+// Cached may answer from memory before reading the store again (see snapshots); 0 turns the
+// cache off.
+func NewRepository(db *mongo.Database, prop propagation.TextMapPropagator, cacheTTL time.Duration) *Repository {
+	r := &Repository{coll: db.Collection(Collection), locks: newStripes(), srv: mongox.NewServer(db), prop: prop, now: time.Now}
+	if cacheTTL > 0 {
+		r.snaps = newSnapshots(r.coll, cacheTTL, r.now)
+	}
+	return r
+}
+
+// written tells the cache about a document this process stored.
+func (r *Repository) written(d document) {
+	if r.snaps != nil {
+		r.snaps.put(d)
+	}
 }
 
 // OutboxStore is the outbox of the endpoints, for the relay and the fast path. Its clears are
@@ -168,9 +183,11 @@ func (d document) endpoint() *domain.Endpoint {
 // Create inserts the endpoint at version 1, with the events it raised in its outbox.
 func (r *Repository) Create(ctx context.Context, e *domain.Endpoint) error {
 	box, since := outbox.Append(nil, nil, r.now().UTC(), r.OutboxDocs(ctx, e.NewEvents())...)
-	if _, err := r.coll.InsertOne(ctx, toDocument(e, 1, box, since)); err != nil {
+	d := toDocument(e, 1, box, since)
+	if _, err := r.coll.InsertOne(ctx, d); err != nil {
 		return fmt.Errorf("insert webhook endpoint: %w", err)
 	}
+	r.written(d)
 	return nil
 }
 
@@ -207,6 +224,7 @@ func (r *Repository) Get(ctx context.Context, id, account string, livemode bool)
 func (r *Repository) Update(ctx context.Context, id, account string, livemode bool, fn func(*domain.Endpoint) error) (*domain.Endpoint, error) {
 	defer r.locks.lock(id)()
 	var out *domain.Endpoint
+	var stored document
 	err := replaceLoop(ctx, r.srv, r.coll, id, domain.ErrConflict, func() (any, int64, error) {
 		d, err := r.find(ctx, id, account, livemode)
 		if err != nil {
@@ -218,12 +236,36 @@ func (r *Repository) Update(ctx context.Context, id, account string, livemode bo
 		}
 		out = e
 		box, since := outbox.Append(d.Outbox, d.OutboxSince, r.now().UTC(), r.OutboxDocs(ctx, e.NewEvents())...)
-		return toDocument(e, d.Version+1, box, since), d.Version, nil
+		stored = toDocument(e, d.Version+1, box, since)
+		return stored, d.Version, nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	r.written(stored)
 	return out, nil
+}
+
+// Cached implements domain.Repository: the endpoint from the cache, or from the store when the
+// cache does not have it (it may have been created by another process since the cache was
+// read).
+func (r *Repository) Cached(ctx context.Context, id, account string, livemode bool) (*domain.Endpoint, error) {
+	if r.snaps == nil {
+		return r.Get(ctx, id, account, livemode)
+	}
+	docs, err := r.snaps.get(ctx, scope{account, livemode})
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range docs {
+		if d.ID == id {
+			if d.Deleted {
+				return nil, domain.ErrNotFound
+			}
+			return d.endpoint(), nil
+		}
+	}
+	return r.Get(ctx, id, account, livemode)
 }
 
 // notDeleted filters out tombstones.
@@ -246,6 +288,20 @@ func (r *Repository) List(ctx context.Context, account string, livemode bool, p 
 // Subscribed implements domain.Repository. An account has a handful of endpoints, so the type
 // is matched in code rather than in the query.
 func (r *Repository) Subscribed(ctx context.Context, account string, livemode bool, eventType string) ([]*domain.Endpoint, error) {
+	if r.snaps != nil {
+		docs, err := r.snaps.get(ctx, scope{account, livemode})
+		if err != nil {
+			return nil, err
+		}
+		slices.SortFunc(docs, func(a, b document) int { return strings.Compare(a.ID, b.ID) })
+		var out []*domain.Endpoint
+		for _, d := range docs {
+			if !d.Deleted && d.Status == string(domain.StatusEnabled) && eventtype.Matches(d.EnabledEvents, eventType) {
+				out = append(out, d.endpoint())
+			}
+		}
+		return out, nil
+	}
 	cur, err := r.coll.Find(ctx, bson.D{
 		{Key: "account", Value: account}, {Key: "livemode", Value: livemode},
 		{Key: "status", Value: string(domain.StatusEnabled)}, notDeleted,

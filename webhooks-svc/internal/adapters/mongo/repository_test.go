@@ -22,12 +22,19 @@ import (
 func TestRepositoryContract(t *testing.T) {
 	t.Parallel()
 	db := testkit.MongoDatabase(t)
-	if err := mongo.NewRepository(db, nil).EnsureIndexes(t.Context()); err != nil {
+	if err := mongo.NewRepository(db, nil, 0).EnsureIndexes(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	// Each case works under its own account, so the cases share one store and run in
-	// parallel without seeing each other's endpoints.
-	runContract(t, func() domain.Repository { return mongo.NewRepository(db, nil) }, testkit.AtomicConditionalWrites(t, db))
+	// parallel without seeing each other's endpoints. The contract holds with the delivery
+	// path's cache on as well as off.
+	atomic := testkit.AtomicConditionalWrites(t, db)
+	for _, ttl := range []time.Duration{0, time.Hour} {
+		t.Run(fmt.Sprintf("cache=%s", ttl), func(t *testing.T) {
+			t.Parallel()
+			runContract(t, func() domain.Repository { return mongo.NewRepository(db, nil, ttl) }, atomic)
+		})
+	}
 }
 
 // fixture makes valid endpoints for one account.
