@@ -73,10 +73,10 @@ func (s *docStore[T]) inserted(id string, d T) { s.cache.put(id, d) }
 func (s *docStore[T]) update(ctx context.Context, id string, conflict error, change func(T) (T, bool, error)) (T, error) {
 	defer s.locks.lock(id)()
 	var zero T
-	d, err := s.cached(ctx, id)
+	d, readErr := s.cached(ctx, id)
 	for attempt := range maxUpdateAttempts {
-		if err != nil {
-			return zero, err
+		if readErr != nil {
+			return zero, readErr
 		}
 		next, write, err := change(d)
 		if err != nil || !write {
@@ -97,7 +97,7 @@ func (s *docStore[T]) update(ctx context.Context, id string, conflict error, cha
 			return zero, ctx.Err()
 		case <-time.After(time.Duration(rand.Int64N(int64(time.Millisecond) << min(attempt, 5)))):
 		}
-		d, err = s.find(ctx, id)
+		d, readErr = s.find(ctx, id)
 	}
 	return zero, conflict
 }
