@@ -48,10 +48,20 @@ func (r response) errParam() string {
 
 func call(t *testing.T, method, url, key string, body any) response {
 	t.Helper()
-	var rd io.Reader
+	raw := ""
 	if body != nil {
 		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
+		raw = string(b)
+	}
+	return callRaw(t, method, url, key, raw, nil)
+}
+
+// callRaw sends a request with a raw body and extra headers.
+func callRaw(t *testing.T, method, url, key, body string, headers map[string]string) response {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
 	}
 	req, err := http.NewRequest(method, url, rd)
 	if err != nil {
@@ -60,8 +70,11 @@ func call(t *testing.T, method, url, key string, body any) response {
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
-	if body != nil {
+	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range headers {
+		req.Header.Set(k, v)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
