@@ -81,6 +81,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	// once it has waited longer than a fast path takes.
 	relay := outbox.NewRelay(outbox.NewPublisher(client, prop), log, cfg.OutboxRelayInterval,
 		max(2*time.Second, 2*cfg.OutboxRelayInterval), endpoints.OutboxStore())
+	endpoints.CompactWith(relay.Published())
 
 	svc := app.New(app.Deps{
 		Endpoints:  endpoints,

@@ -39,6 +39,9 @@ type MongoStore struct {
 	// The embedded store (FerretDB v1) does not apply concurrent updates of one document
 	// atomically, so within a process every writer of a document must take the same lock.
 	Lock func(id string) (unlock func())
+	// TryLock, when set, is Lock without waiting: ok is false when the document is being
+	// written (see TryClearer).
+	TryLock func(id string) (unlock func(), ok bool)
 	// Tombstone names a boolean field marking soft-deleted aggregates: once their outbox is
 	// empty (their deletion event is out) the document is removed.
 	Tombstone string
@@ -86,6 +89,24 @@ func (s MongoStore) Clear(ctx context.Context, aggregateID string, docs []Doc) e
 	if s.Lock != nil {
 		defer s.Lock(aggregateID)()
 	}
+	return s.clear(ctx, aggregateID, docs)
+}
+
+// TryClear implements TryClearer.
+func (s MongoStore) TryClear(ctx context.Context, aggregateID string, docs []Doc) (bool, error) {
+	if s.TryLock == nil {
+		return true, s.Clear(ctx, aggregateID, docs)
+	}
+	unlock, ok := s.TryLock(aggregateID)
+	if !ok {
+		return false, nil
+	}
+	defer unlock()
+	return true, s.clear(ctx, aggregateID, docs)
+}
+
+// clear is Clear with the document's lock held.
+func (s MongoStore) clear(ctx context.Context, aggregateID string, docs []Doc) error {
 	if s.Server != nil && !s.Server.Capabilities(ctx).AtomicConditionalWrites {
 		return s.clearByID(ctx, aggregateID, docs)
 	}

@@ -130,12 +130,25 @@ type Relay struct {
 	stores   []Store
 	now      func() time.Time
 	inflight sync.WaitGroup
+	// published is what this relay published, for Compact and for skipping a second publish.
+	published *Published
 }
 
 // NewRelay returns a relay over stores. Every interval it publishes events that have waited in
 // an outbox longer than grace (younger ones are the fast path's).
 func NewRelay(pub *Publisher, log *slog.Logger, interval, grace time.Duration, stores ...Store) *Relay {
-	return &Relay{pub: pub, log: log, interval: interval, grace: grace, stores: stores, now: time.Now}
+	return &Relay{pub: pub, log: log, interval: interval, grace: grace, stores: stores, now: time.Now, published: NewPublished()}
+}
+
+// Published is the set of events this relay has published; repositories pass it to Compact in
+// their writes, so an aggregate's next write clears what the fast path published.
+func (r *Relay) Published() *Published { return r.published }
+
+// TryClearer is a Store whose Clear can give way: TryClear clears only if it can do so without
+// waiting for a writer of the aggregate, and reports whether it did. A writer that holds the
+// aggregate compacts its outbox itself (Published.Compact), and the relay clears what is left.
+type TryClearer interface {
+	TryClear(ctx context.Context, aggregateID string, docs []Doc) (bool, error)
 }
 
 // fastPathTimeout bounds a fast-path publish: with Redis unreachable it gives up and leaves the
@@ -155,15 +168,58 @@ func (r *Relay) Dispatch(ctx context.Context, store Store, aggregateID string, d
 		defer r.inflight.Done()
 		ctx, cancel := context.WithTimeout(ctx, fastPathTimeout)
 		defer cancel()
-		if err := r.flush(ctx, store, Batch{AggregateID: aggregateID, Docs: docs}); err != nil {
+		if err := r.publish(ctx, docs); err != nil {
 			r.log.WarnContext(ctx, "event publish deferred to the outbox relay", "aggregate", aggregateID, "error", err.Error())
+			return
+		}
+		// A busy aggregate is not waited for: its next write drops the published entries
+		// (Compact), and the relay clears whatever is still there after its grace period.
+		var err error
+		if tc, ok := store.(TryClearer); ok {
+			// Waits between attempts on an aggregate that is being written: long enough for a
+			// write or two to finish, short enough that a busy aggregate is left to compact
+			// itself rather than queue a clear behind its writers.
+			for _, pause := range []time.Duration{5 * time.Millisecond, 25 * time.Millisecond, 100 * time.Millisecond, 0} {
+				if cleared, terr := tc.TryClear(ctx, aggregateID, docs); cleared || terr != nil {
+					err = terr
+					break
+				}
+				time.Sleep(pause)
+			}
+		} else {
+			err = store.Clear(ctx, aggregateID, docs)
+		}
+		if err != nil {
+			r.log.WarnContext(ctx, "outbox clear deferred to the relay (the events are published)", "aggregate", aggregateID, "error", err.Error())
 		}
 	}()
 }
 
-func (r *Relay) flush(ctx context.Context, store Store, b Batch) error {
-	if err := r.pub.Publish(ctx, b.Docs...); err != nil {
+// publish publishes docs and remembers them as published.
+func (r *Relay) publish(ctx context.Context, docs []Doc) error {
+	if err := r.pub.Publish(ctx, docs...); err != nil {
 		return err
+	}
+	ids := make([]string, len(docs))
+	for i, d := range docs {
+		ids[i] = d.ID
+	}
+	r.published.Add(ids...)
+	return nil
+}
+
+// flush publishes what of b this process has not published yet, then clears b.
+func (r *Relay) flush(ctx context.Context, store Store, b Batch) error {
+	var unpublished []Doc
+	for _, d := range b.Docs {
+		if !r.published.Has(d.ID) {
+			unpublished = append(unpublished, d)
+		}
+	}
+	if len(unpublished) > 0 {
+		if err := r.publish(ctx, unpublished); err != nil {
+			return err
+		}
 	}
 	if err := store.Clear(ctx, b.AggregateID, b.Docs); err != nil {
 		return fmt.Errorf("clear outbox of %s: %w", b.AggregateID, err)

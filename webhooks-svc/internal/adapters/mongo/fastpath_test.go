@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -79,4 +80,64 @@ func TestFastPathClearsWhatTheWriteStored(t *testing.T) {
 			t.Fatalf("event %s published without trace context", ev.ID)
 		}
 	}
+}
+
+// An endpoint written by many requests at once keeps a short outbox: each write drops what the
+// fast path has published, instead of the clears queueing behind the writes (they used to time
+// out there, and the outbox, and every write, grew without bound).
+func TestBusyEndpointKeepsItsOutboxShort(t *testing.T) {
+	t.Parallel()
+	repo := mongo.NewRepository(testkit.MongoDatabase(t), nil, 0)
+	opt, err := asynqx.RedisOpt(testkit.Redis(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := asynq.NewClient(opt)
+	defer client.Close()
+	// The relay only sweeps when told to, at the end.
+	relay := outbox.NewRelay(outbox.NewPublisher(client, propagation.TraceContext{}), slog.New(slog.NewTextHandler(io.Discard, nil)), time.Hour, 0, repo.OutboxStore())
+	repo.CompactWith(relay.Published())
+	fast := mongo.FastPath{Relay: relay, Repo: repo}
+	ctx := t.Context()
+	f := newFixture(t, repo)
+	e := f.create(false, "busy")
+
+	const writers, writes = 16, 8
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	longest := 0
+	for w := 0; w < writers; w++ {
+		wg.Go(func() {
+			for i := 0; i < writes; i++ {
+				u, err := repo.Update(ctx, e.ID(), f.account, false, func(e *domain.Endpoint) error {
+					raise(t, f.gen, e, "webhook_endpoint.updated")
+					return nil
+				})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				fast.Dispatch(ctx, e.ID(), u.NewEvents())
+				n := len(pendingIDs(t, repo, e.ID()))
+				mu.Lock()
+				longest = max(longest, n)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if longest > 2*writers {
+		t.Fatalf("the outbox reached %d events under %d concurrent writers", longest, writers)
+	}
+	// What the busy writes left is published already: the relay clears it without a
+	// second publish.
+	deadline := time.Now().Add(5 * time.Second)
+	for len(pendingIDs(t, repo, e.ID())) != 0 {
+		relay.Sweep(ctx)
+		if time.Now().After(deadline) {
+			t.Fatalf("left in the outbox: %v", pendingIDs(t, repo, e.ID()))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("longest outbox under %d writers: %d events", writers, longest)
 }

@@ -42,6 +42,9 @@ type Repository struct {
 	prop  propagation.TextMapPropagator
 	now   func() time.Time
 	snaps *snapshots // nil: Subscribed and Cached read the store
+	// published, when set, is the relay's record of published events: every write drops them
+	// from the outbox it stores (outbox.Published.Compact).
+	published *outbox.Published
 }
 
 var _ domain.Repository = (*Repository)(nil)
@@ -58,6 +61,12 @@ func NewRepository(db *mongo.Database, prop propagation.TextMapPropagator, cache
 	return r
 }
 
+// CompactWith makes every write of an endpoint drop, from its outbox, the events p records as
+// published: a busy endpoint is then cleared by its own writes instead of by the relay's clears
+// queueing behind them. Call it before the repository is used (the relay is built on the
+// repository's outbox store, so it cannot be passed to NewRepository).
+func (r *Repository) CompactWith(p *outbox.Published) { r.published = p }
+
 // written tells the cache about a document this process stored.
 func (r *Repository) written(d document) {
 	if r.snaps != nil {
@@ -69,7 +78,7 @@ func (r *Repository) written(d document) {
 // serialised with this repository's writes, and it removes a deleted endpoint once its events
 // are out.
 func (r *Repository) OutboxStore() outbox.MongoStore {
-	return outbox.MongoStore{Coll: r.coll, Lock: r.locks.lock, Tombstone: fieldDeleted, Server: r.srv}
+	return outbox.MongoStore{Coll: r.coll, Lock: r.locks.lock, TryLock: r.locks.tryLock, Tombstone: fieldDeleted, Server: r.srv}
 }
 
 // OutboxDocs returns the outbox entries Create and Update store for events raised under ctx;
@@ -235,7 +244,8 @@ func (r *Repository) Update(ctx context.Context, id, account string, livemode bo
 			return nil, 0, err
 		}
 		out = e
-		box, since := outbox.Append(d.Outbox, d.OutboxSince, r.now().UTC(), r.OutboxDocs(ctx, e.NewEvents())...)
+		box, since := r.published.Compact(d.Outbox, d.OutboxSince)
+		box, since = outbox.Append(box, since, r.now().UTC(), r.OutboxDocs(ctx, e.NewEvents())...)
 		stored = toDocument(e, d.Version+1, box, since)
 		return stored, d.Version, nil
 	})

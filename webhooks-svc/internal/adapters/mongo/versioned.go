@@ -39,6 +39,15 @@ type stripes struct {
 
 func newStripes() *stripes { return &stripes{seed: maphash.MakeSeed()} }
 
+// tryLock takes the lock of id's stripe if it is free.
+func (s *stripes) tryLock(id string) (func(), bool) {
+	m := &s.locks[maphash.String(s.seed, id)%lockStripes]
+	if !m.TryLock() {
+		return nil, false
+	}
+	return m.Unlock, true
+}
+
 // lock takes the lock of id's stripe and returns its unlock.
 func (s *stripes) lock(id string) func() {
 	m := &s.locks[maphash.String(s.seed, id)%lockStripes]

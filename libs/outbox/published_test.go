@@ -1,0 +1,58 @@
+package outbox
+
+import (
+	"slices"
+	"testing"
+	"time"
+)
+
+func TestCompactDropsPublishedEntries(t *testing.T) {
+	t.Parallel()
+	since := time.Unix(1000, 0)
+	box := []Doc{{ID: "evt_1"}, {ID: "evt_2"}, {ID: "evt_3"}}
+	ids := func(docs []Doc) []string {
+		var out []string
+		for _, d := range docs {
+			out = append(out, d.ID)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name      string
+		published []string
+		want      []string
+		wantSince bool
+	}{
+		{"nothing published", nil, []string{"evt_1", "evt_2", "evt_3"}, true},
+		{"some published", []string{"evt_1", "evt_3", "evt_9"}, []string{"evt_2"}, true},
+		{"all published: outbox_since unset", []string{"evt_3", "evt_2", "evt_1"}, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := NewPublished()
+			p.Add(tc.published...)
+			got, gotSince := p.Compact(slices.Clone(box), &since)
+			if !slices.Equal(ids(got), tc.want) || (gotSince != nil) != tc.wantSince {
+				t.Fatalf("Compact = %v, since %v; want %v, since set %v", ids(got), gotSince, tc.want, tc.wantSince)
+			}
+		})
+	}
+	var none *Published
+	if got, s := none.Compact(box, &since); len(got) != 3 || s == nil {
+		t.Fatal("a nil Published must keep the outbox as it is")
+	}
+}
+
+func TestPublishedForgetsTheOldestFirst(t *testing.T) {
+	t.Parallel()
+	p := NewPublished()
+	p.Add("evt_first")
+	for i := 0; i < publishedSize; i++ {
+		p.Add("evt_" + string(rune('a'+i%26)) + time.Duration(i).String())
+	}
+	if p.Has("evt_first") {
+		t.Fatal("the oldest id was kept past the bound")
+	}
+	if len(p.ids) > publishedSize {
+		t.Fatalf("%d ids kept, bound %d", len(p.ids), publishedSize)
+	}
+}
