@@ -100,10 +100,9 @@ func TestDoAndCheck(t *testing.T) {
 		t.Fatalf("Check = %v", err)
 	}
 
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	addr := ln.Addr().String()
-	ln.Close()
-	down, _ := New(Config{Name: "down", URL: "http://" + addr, Timeout: time.Second})
+	// Nothing listens on port 1 (outside the ephemeral range, so no other test's server can
+	// be handed it).
+	down, _ := New(Config{Name: "down", URL: "http://127.0.0.1:1", Timeout: time.Second})
 	if err := down.Check(context.Background()); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("Check(down) = %v, want ErrUnavailable", err)
 	}
