@@ -5,6 +5,7 @@ package asynqx
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -83,7 +84,20 @@ func ServerConfig(queues map[string]int, concurrency int, log *slog.Logger) asyn
 		Logger:                   logger{log.With("component", "asynq")},
 		LogLevel:                 asynq.WarnLevel,
 		ShutdownTimeout:          10 * time.Second,
+		RetryDelayFunc:           RetryDelay,
 	}
+}
+
+// RetryDelay is asynq's default back-off, except for a task whose worker died holding it (lease
+// expired): that task was not refused, its worker is gone, so it runs again at once. asynq only
+// notices such a task a minute or so after the crash (30 s lease, 30 s grace, checked every
+// minute); its default back-off on top of that (15 s to 45 s) made recovery after a kill -9
+// take about 105 s.
+func RetryDelay(n int, err error, t *asynq.Task) time.Duration {
+	if errors.Is(err, asynq.ErrLeaseExpired) {
+		return 0
+	}
+	return asynq.DefaultRetryDelayFunc(n, err, t)
 }
 
 // logger adapts slog to asynq's printf-style Logger.
