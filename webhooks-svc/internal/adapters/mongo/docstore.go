@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
-	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -90,12 +88,9 @@ func (s *docStore[T]) update(ctx context.Context, id string, conflict error, cha
 			s.cache.put(id, next)
 			return next, nil
 		}
-		// Another process wrote first (or the cached copy was stale): read it and try again,
-		// after a short random pause so writers that collided do not collide again in lockstep.
-		select {
-		case <-ctx.Done():
-			return zero, ctx.Err()
-		case <-time.After(time.Duration(rand.Int64N(int64(time.Millisecond) << min(attempt, 5)))):
+		// Another process wrote first (or the cached copy was stale): read it and try again.
+		if err := pauseAfterConflict(ctx, attempt); err != nil {
+			return zero, err
 		}
 		d, readErr = s.find(ctx, id)
 	}

@@ -73,15 +73,23 @@ func replaceLoop(ctx context.Context, srv *mongox.Server, coll *mongo.Collection
 		if res.MatchedCount == 1 {
 			return nil
 		}
-		// Lost the race. A short random pause keeps writers that collided from colliding
-		// again in lockstep.
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Duration(rand.Int64N(int64(time.Millisecond) << min(attempt, 5)))):
+		// Lost the race.
+		if err := pauseAfterConflict(ctx, attempt); err != nil {
+			return err
 		}
 	}
 	return conflict
+}
+
+// pauseAfterConflict waits a short random time, growing with attempt, after a write lost an
+// optimistic-concurrency race, so writers that collided do not collide again in lockstep.
+func pauseAfterConflict(ctx context.Context, attempt int) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(time.Duration(rand.Int64N(int64(time.Millisecond) << min(attempt, 5)))):
+		return nil
+	}
 }
 
 // timePtr returns nil for the zero time, so "none" is stored as null.
