@@ -1,8 +1,9 @@
 package outbox
 
 import (
-	"sync"
 	"time"
+
+	"rentalplatform/libs/fifo"
 )
 
 // publishedSize bounds the ids a Published remembers: far more than the events that wait in
@@ -15,39 +16,24 @@ const publishedSize = 1 << 16
 // and lets the relay clear entries without publishing them again. It is memory only: after a
 // restart the relay publishes such entries once more, which the consumers' idempotency absorbs.
 type Published struct {
-	mu   sync.Mutex
-	ids  map[string]struct{}
-	ring []string
-	next int
+	ids *fifo.Map[string, struct{}]
 }
 
 // NewPublished returns an empty set.
 func NewPublished() *Published {
-	return &Published{ids: make(map[string]struct{}), ring: make([]string, publishedSize)}
+	return &Published{ids: fifo.New[string, struct{}](publishedSize)}
 }
 
 // Add records event ids as published. The oldest are forgotten first.
 func (p *Published) Add(ids ...string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	for _, id := range ids {
-		if _, ok := p.ids[id]; ok {
-			continue
-		}
-		if old := p.ring[p.next]; old != "" {
-			delete(p.ids, old)
-		}
-		p.ring[p.next] = id
-		p.next = (p.next + 1) % len(p.ring)
-		p.ids[id] = struct{}{}
+		p.ids.Put(id, struct{}{})
 	}
 }
 
 // Has reports whether the event id was published by this process.
 func (p *Published) Has(id string) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	_, ok := p.ids[id]
+	_, ok := p.ids.Get(id)
 	return ok
 }
 

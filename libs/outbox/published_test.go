@@ -52,7 +52,7 @@ func TestPublishedForgetsTheOldestFirst(t *testing.T) {
 	if p.Has("evt_first") {
 		t.Fatal("the oldest id was kept past the bound")
 	}
-	if len(p.ids) > publishedSize {
-		t.Fatalf("%d ids kept, bound %d", len(p.ids), publishedSize)
+	if n := p.ids.Len(); n > publishedSize {
+		t.Fatalf("%d ids kept, bound %d", n, publishedSize)
 	}
 }

@@ -226,7 +226,7 @@ func (r *Deliveries) Overdue(ctx context.Context, before time.Time, limit int) (
 // Purge implements domain.DeliveryRepository.
 func (r *Deliveries) Purge(ctx context.Context, eventsBefore time.Time) (int64, error) {
 	res, err := r.coll.DeleteMany(ctx, bson.D{{Key: "event_created_at", Value: bson.D{{Key: "$lt", Value: eventsBefore.UTC()}}}})
-	r.docs.cache.clear()
+	r.docs.cache.Clear()
 	if err != nil {
 		return 0, fmt.Errorf("purge webhook deliveries: %w", err)
 	}

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
+	"rentalplatform/libs/fifo"
 	"rentalplatform/libs/mongox"
 )
 
@@ -31,7 +31,7 @@ type docStore[T any] struct {
 	srv      *mongox.Server
 	locks    *stripes
 	batch    *mongox.Batcher
-	cache    *docCache[T]
+	cache    *fifo.Map[string, T]
 	notFound error
 	version  func(T) int64
 }
@@ -39,7 +39,7 @@ type docStore[T any] struct {
 func newDocStore[T any](coll *mongo.Collection, notFound error, version func(T) int64) *docStore[T] {
 	return &docStore[T]{
 		coll: coll, srv: mongox.NewServer(coll.Database()), locks: newStripes(),
-		batch: mongox.NewBatcher(coll), cache: newDocCache[T](docCacheSize),
+		batch: mongox.NewBatcher(coll), cache: fifo.New[string, T](docCacheSize),
 		notFound: notFound, version: version,
 	}
 }
@@ -48,21 +48,21 @@ func newDocStore[T any](coll *mongo.Collection, notFound error, version func(T) 
 func (s *docStore[T]) find(ctx context.Context, id string) (T, error) {
 	d, err := findByID[T](ctx, s.coll, id, s.notFound)
 	if err == nil {
-		s.cache.put(id, d)
+		s.cache.Put(id, d)
 	}
 	return d, err
 }
 
 // cached returns the document as this process last saw it, or reads it.
 func (s *docStore[T]) cached(ctx context.Context, id string) (T, error) {
-	if d, ok := s.cache.get(id); ok {
+	if d, ok := s.cache.Get(id); ok {
 		return d, nil
 	}
 	return s.find(ctx, id)
 }
 
 // inserted remembers documents this process has just inserted.
-func (s *docStore[T]) inserted(id string, d T) { s.cache.put(id, d) }
+func (s *docStore[T]) inserted(id string, d T) { s.cache.Put(id, d) }
 
 // update runs read → change → conditional replace until the replace lands, starting from the
 // cached document. change returns the document to store, or false when there is nothing to
@@ -85,7 +85,7 @@ func (s *docStore[T]) update(ctx context.Context, id string, conflict error, cha
 			return zero, err
 		}
 		if landed {
-			s.cache.put(id, next)
+			s.cache.Put(id, next)
 			return next, nil
 		}
 		// Another process wrote first (or the cached copy was stale): read it and try again.
@@ -110,56 +110,11 @@ func (s *docStore[T]) replace(ctx context.Context, id string, version int64, nex
 	// as the batcher may.
 	err := s.batch.Write(ctx, mongo.NewReplaceOneModel().SetFilter(bson.D{{Key: "_id", Value: id}}).SetReplacement(next))
 	if errors.Is(err, mongox.ErrNoMatch) {
-		s.cache.drop(id)
+		s.cache.Delete(id)
 		return false, s.notFound
 	}
 	if err != nil {
 		return false, fmt.Errorf("replace %s %s: %w", s.coll.Name(), id, err)
 	}
 	return true, nil
-}
-
-// docCache keeps up to size documents by id; the oldest entry is dropped first.
-type docCache[T any] struct {
-	mu   sync.Mutex
-	byID map[string]T
-	ring []string
-	next int
-}
-
-func newDocCache[T any](size int) *docCache[T] {
-	return &docCache[T]{byID: make(map[string]T, size), ring: make([]string, size)}
-}
-
-func (c *docCache[T]) get(id string) (T, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	d, ok := c.byID[id]
-	return d, ok
-}
-
-func (c *docCache[T]) put(id string, d T) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.byID[id]; !ok {
-		if old := c.ring[c.next]; old != "" {
-			delete(c.byID, old)
-		}
-		c.ring[c.next] = id
-		c.next = (c.next + 1) % len(c.ring)
-	}
-	c.byID[id] = d
-}
-
-func (c *docCache[T]) clear() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	clear(c.byID)
-	clear(c.ring)
-}
-
-func (c *docCache[T]) drop(id string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.byID, id) // its ring slot is reused in turn
 }

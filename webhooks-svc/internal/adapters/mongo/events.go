@@ -223,7 +223,7 @@ func (r *Events) SetDeliveryStatus(ctx context.Context, event, delivery string, 
 // Purge implements domain.EventRepository.
 func (r *Events) Purge(ctx context.Context, before time.Time) (int64, error) {
 	res, err := r.coll.DeleteMany(ctx, bson.D{{Key: "created", Value: bson.D{{Key: "$lt", Value: before.Unix()}}}})
-	r.docs.cache.clear()
+	r.docs.cache.Clear()
 	if err != nil {
 		return 0, fmt.Errorf("purge events: %w", err)
 	}
