@@ -203,21 +203,30 @@ func (r *Keys) withUsage(ctx context.Context, d keyDoc) (domain.Key, error) {
 // enough to make concurrent revokes agree on the first revocation time without reading first.
 func (r *Keys) Revoke(ctx context.Context, id string, at time.Time) (domain.Key, error) {
 	defer r.lock(id)()
-	var d keyDoc
-	err := r.coll.FindOneAndUpdate(ctx,
+	d, found, err := r.setReturning(ctx,
 		bson.D{{Key: "id", Value: id}, {Key: "revoked_at", Value: nil}},
-		bson.D{{Key: "$set", Value: bson.D{{Key: "revoked_at", Value: at.UTC()}}}},
-		options.FindOneAndUpdate().SetReturnDocument(options.After),
-	).Decode(&d)
+		bson.D{{Key: "revoked_at", Value: at.UTC()}})
 	switch {
-	case err == nil:
-		return r.withUsage(ctx, d)
-	case errors.Is(err, mongo.ErrNoDocuments):
+	case err != nil:
+		return domain.Key{}, fmt.Errorf("revoke key %s: %w", id, err)
+	case !found:
 		// Either there is no such key or it was already revoked; ByID tells which.
 		return r.ByID(ctx, id)
-	default:
-		return domain.Key{}, fmt.Errorf("revoke key %s: %w", id, err)
 	}
+	return r.withUsage(ctx, d)
+}
+
+// setReturning $sets fields of the key matching filter and returns the key as stored after;
+// found is false when no key matched.
+func (r *Keys) setReturning(ctx context.Context, filter, fields bson.D) (keyDoc, bool, error) {
+	var d keyDoc
+	err := r.coll.FindOneAndUpdate(ctx, filter, bson.D{{Key: "$set", Value: fields}},
+		options.FindOneAndUpdate().SetReturnDocument(options.After),
+	).Decode(&d)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return keyDoc{}, false, nil
+	}
+	return d, err == nil, err
 }
 
 // Roll implements domain.KeyRepository. The successor is inserted first and the old key's
@@ -255,20 +264,14 @@ func (r *Keys) SetRateLimit(ctx context.Context, id string, rl *domain.RateLimit
 	if rl != nil {
 		v = rl.PerSecond
 	}
-	var d keyDoc
-	err := r.coll.FindOneAndUpdate(ctx,
-		bson.D{{Key: "id", Value: id}},
-		bson.D{{Key: "$set", Value: bson.D{{Key: "rate_limit", Value: v}}}},
-		options.FindOneAndUpdate().SetReturnDocument(options.After),
-	).Decode(&d)
+	d, found, err := r.setReturning(ctx, bson.D{{Key: "id", Value: id}}, bson.D{{Key: "rate_limit", Value: v}})
 	switch {
-	case err == nil:
-		return r.withUsage(ctx, d)
-	case errors.Is(err, mongo.ErrNoDocuments):
-		return domain.Key{}, domain.KeyNotFound(id)
-	default:
+	case err != nil:
 		return domain.Key{}, fmt.Errorf("set rate limit of key %s: %w", id, err)
+	case !found:
+		return domain.Key{}, domain.KeyNotFound(id)
 	}
+	return r.withUsage(ctx, d)
 }
 
 // TouchLastUsed implements domain.KeyRepository. $max keeps replicas that write out of order
