@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"rentalplatform/gateway/internal/domain"
+	"rentalplatform/libs/fifo"
 )
 
 // RateLimiter is a rate limiter shared by every gateway replica (GCRA in Redis).
@@ -204,7 +205,7 @@ func (s *Service) AuthFailed(ctx context.Context, ip string) (time.Duration, boo
 		return 0, false
 	}
 	now := s.now()
-	s.blocked.block(ip, now.Add(d.RetryAfter), now)
+	s.blocked.block(ip, now.Add(d.RetryAfter))
 	return d.RetryAfter, true
 }
 
@@ -215,54 +216,33 @@ func modeName(live bool) string {
 	return "test"
 }
 
-// blockListSize bounds the addresses one replica remembers as blocked.
+// blockListSize bounds the addresses one replica remembers as blocked; past it the oldest
+// block is forgotten first (that address then costs one more refused Redis call before it is
+// blocked here again).
 const blockListSize = 10_000
 
 // blockList remembers blocked client addresses until their block ends.
 type blockList struct {
-	mu    sync.Mutex
-	size  int
-	until map[string]time.Time
+	until *fifo.Map[string, time.Time]
 }
 
 func newBlockList(size int) *blockList {
-	return &blockList{size: size, until: map[string]time.Time{}}
+	return &blockList{until: fifo.New[string, time.Time](size)}
 }
 
 func (b *blockList) blocked(ip string, now time.Time) (time.Duration, bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	t, ok := b.until[ip]
+	t, ok := b.until.Get(ip)
 	if !ok {
 		return 0, false
 	}
 	if !now.Before(t) {
-		delete(b.until, ip)
+		b.until.Delete(ip)
 		return 0, false
 	}
 	return t.Sub(now), true
 }
 
-func (b *blockList) block(ip string, until, now time.Time) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if _, ok := b.until[ip]; !ok && len(b.until) >= b.size {
-		// Full: drop what has expired, else an arbitrary entry (that address then costs one
-		// more refused Redis call before it is blocked here again).
-		for k, t := range b.until {
-			if !now.Before(t) {
-				delete(b.until, k)
-			}
-		}
-		for k := range b.until {
-			if len(b.until) < b.size {
-				break
-			}
-			delete(b.until, k)
-		}
-	}
-	b.until[ip] = until
-}
+func (b *blockList) block(ip string, until time.Time) { b.until.Put(ip, until) }
 
 // throttledLog writes one warning per interval about a failing dependency, so an outage
 // under load is reported without flooding the log.
