@@ -9,6 +9,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"rentalplatform/libs/fifo"
 )
 
 // snapshots keeps, per account and mode, the account's endpoints in memory for the delivery
@@ -27,8 +29,11 @@ type snapshots struct {
 	now  func() time.Time
 
 	mu      sync.Mutex
-	byScope map[scope]*snapshot
+	byScope *fifo.Map[scope, *snapshot] // the accounts used last, snapshotScopes at most
 }
+
+// snapshotScopes bounds the accounts (and modes) whose endpoints a process keeps in memory.
+const snapshotScopes = 10_000
 
 type scope struct {
 	account  string
@@ -47,7 +52,7 @@ type cachedEntry struct {
 }
 
 func newSnapshots(coll *mongo.Collection, ttl time.Duration, now func() time.Time) *snapshots {
-	return &snapshots{coll: coll, ttl: ttl, now: now, byScope: map[scope]*snapshot{}}
+	return &snapshots{coll: coll, ttl: ttl, now: now, byScope: fifo.New[scope, *snapshot](snapshotScopes)}
 }
 
 // get returns the scope's endpoints (tombstones included), reading them from the store first if
@@ -55,10 +60,10 @@ func newSnapshots(coll *mongo.Collection, ttl time.Duration, now func() time.Tim
 func (s *snapshots) get(ctx context.Context, sc scope) ([]document, error) {
 	for {
 		s.mu.Lock()
-		sn := s.byScope[sc]
-		if sn == nil {
+		sn, ok := s.byScope.Get(sc)
+		if !ok {
 			sn = &snapshot{endpoints: map[string]cachedEntry{}}
-			s.byScope[sc] = sn
+			s.byScope.Put(sc, sn)
 		}
 		if !sn.loaded.IsZero() && s.now().Sub(sn.loaded) < s.ttl {
 			out := make([]document, 0, len(sn.endpoints))
@@ -130,8 +135,8 @@ func (s *snapshots) put(d document) {
 	d.Outbox, d.OutboxSince = nil, nil
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	sn := s.byScope[scope{d.Account, d.Livemode}]
-	if sn == nil {
+	sn, ok := s.byScope.Get(scope{d.Account, d.Livemode})
+	if !ok {
 		return
 	}
 	if e, ok := sn.endpoints[d.ID]; ok && e.doc.Version > d.Version {
