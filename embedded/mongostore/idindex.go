@@ -29,8 +29,8 @@ const (
 	idIndexInterval = time.Second
 )
 
-// maintainIDIndexes indexes every collection table of every database in dir, now and then every
-// idIndexInterval until ctx ends.
+// maintainIDIndexes indexes every collection table of every database in dir and checkpoints its
+// write-ahead log, now and then every idIndexInterval until ctx ends.
 func maintainIDIndexes(ctx context.Context, dir string, log *slog.Logger) {
 	t := time.NewTicker(idIndexInterval)
 	defer t.Stop()
@@ -92,6 +92,13 @@ func indexDatabase(ctx context.Context, file string) error {
 		if _, err := db.ExecContext(ctx, q); err != nil && !strings.Contains(err.Error(), "no such table") {
 			return fmt.Errorf("index %s: %w", tb, err)
 		}
+	}
+	// FerretDB's connections do not checkpoint (wal_autocheckpoint(0), see Start): a commit
+	// that crossed SQLite's 1,000-page mark copied the WAL into the database file there and
+	// then, holding the write lock, 17 % of a replace's CPU. This checkpoint runs beside the
+	// writers (PASSIVE: it waits for nobody and nobody waits for it).
+	if _, err := db.ExecContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
 	}
 	return nil
 }

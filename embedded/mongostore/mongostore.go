@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -50,6 +51,8 @@ type Store struct {
 
 	closeOnce sync.Once
 	indexed   chan struct{} // closed when the _id index maintenance has stopped
+	listener  net.Listener  // the write gate's, where clients connect
+	relayed   chan struct{} // closed when the write gate has closed every connection
 }
 
 // newMu serialises ferretdb.New, which writes a process-wide variable
@@ -87,10 +90,11 @@ func Start(ctx context.Context, opts Options) (*Store, error) {
 	if addr == "" {
 		addr = "127.0.0.1:0"
 	}
-	logger := opts.Logger
-	if logger == nil {
-		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	handler := slog.Handler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	if opts.Logger != nil {
+		handler = opts.Logger.Handler()
 	}
+	logger := slog.New(newLazyHandler(handler))
 
 	// FerretDB wants a "file:" URI naming a directory with a trailing slash;
 	// net/url escapes what needs it (spaces, for one).
@@ -98,17 +102,26 @@ func Start(ctx context.Context, opts Options) (*Store, error) {
 	// journal): the database cannot be corrupted, and a power cut loses at most the last
 	// commits instead of every commit waiting for an fsync. That is the right trade for a
 	// development store, and it lets one machine carry hundreds of events a second.
-	sqliteURL := (&url.URL{Scheme: "file", Path: dir + "/", RawQuery: "_pragma=synchronous(NORMAL)"}).String()
+	// wal_autocheckpoint(0): the write-ahead log is checkpointed in the background instead
+	// (idindex.go), not by whichever write commits the 1,000th page.
+	sqliteURL := (&url.URL{Scheme: "file", Path: dir + "/", RawQuery: "_pragma=synchronous(NORMAL)&_pragma=wal_autocheckpoint(0)"}).String()
+
+	// Clients reach FerretDB through the write gate (writegate.go), which listens on addr.
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("mongostore: listen on %q: %w", addr, err)
+	}
 
 	newMu.Lock()
 	f, err := ferretdb.New(&ferretdb.Config{
-		Listener:  ferretdb.ListenerConfig{TCP: addr},
+		Listener:  ferretdb.ListenerConfig{TCP: "127.0.0.1:0"},
 		Handler:   "sqlite",
 		SQLiteURL: sqliteURL,
 		Logger:    logger,
 	})
 	newMu.Unlock()
 	if err != nil {
+		ln.Close()
 		return nil, fmt.Errorf("mongostore: create FerretDB (dir %q, addr %q): %w", dir, addr, err)
 	}
 
@@ -117,13 +130,26 @@ func Start(ctx context.Context, opts Options) (*Store, error) {
 	// started even if the readiness check below fails.
 	runCtx, cancel := context.WithCancel(context.Background())
 	s := &Store{
-		uri:    f.MongoDBURI(),
-		cancel: cancel,
-		done:   make(chan struct{}),
+		uri:      (&url.URL{Scheme: "mongodb", Host: ln.Addr().String(), Path: "/"}).String(),
+		cancel:   cancel,
+		done:     make(chan struct{}),
+		listener: ln,
+		relayed:  make(chan struct{}),
 	}
 	go func() {
 		defer close(s.done)
 		s.runErr = f.Run(runCtx)
+	}()
+	upstream, err := url.Parse(f.MongoDBURI())
+	if err != nil {
+		ln.Close()
+		close(s.relayed)
+		_ = s.Close()
+		return nil, fmt.Errorf("mongostore: FerretDB's address %q: %w", f.MongoDBURI(), err)
+	}
+	go func() {
+		defer close(s.relayed)
+		relay(ln, upstream.Host)
 	}()
 
 	if err := ping(ctx, s.uri); err != nil {
@@ -174,6 +200,9 @@ func (s *Store) URI() string { return s.uri }
 // Close is safe to call more than once.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		// Clients first: FerretDB's Run waits for its open connections to go away.
+		s.listener.Close()
+		<-s.relayed
 		s.cancel()
 		if s.indexed != nil {
 			<-s.indexed

@@ -52,24 +52,43 @@ func NewBatcher(coll *mongo.Collection) *Batcher { return &Batcher{coll: coll} }
 // returns its outcome: nil, ErrNoMatch for an update or replace that matched nothing, a
 // duplicate-key error (IsDuplicateKey) for an insert, or the store's error.
 func (b *Batcher) Write(ctx context.Context, model mongo.WriteModel) error {
-	it := &batchItem{model: model, done: make(chan itemResult, 1)}
+	return b.WriteAll(ctx, []mongo.WriteModel{model})[0]
+}
+
+// WriteAll is Write for several models, queued together; it returns each one's outcome.
+func (b *Batcher) WriteAll(ctx context.Context, models []mongo.WriteModel) []error {
+	if len(models) == 0 {
+		return nil // taking the lead with nothing queued would keep it from everyone else
+	}
+	items := make([]*batchItem, len(models))
+	for i, m := range models {
+		items[i] = &batchItem{model: m, done: make(chan itemResult, 1)}
+	}
 	b.mu.Lock()
-	b.queue = append(b.queue, it)
+	b.queue = append(b.queue, items...)
 	lead := !b.leading
 	b.leading = true
 	b.mu.Unlock()
-	for {
-		if lead {
-			b.flush(ctx)
+	errs := make([]error, len(items))
+	for i, it := range items {
+		for {
+			if lead {
+				b.flush(ctx)
+				lead = false
+			}
+			// The result may have been delivered by the flush just run (this item was in it)
+			// or arrive from another leader; or this item is asked to lead the next batch.
+			// Leadership only goes to the first item still queued, so it never waits on an
+			// item of this call later than the one awaited here.
+			r := <-it.done
+			if !r.lead {
+				errs[i] = r.err
+				break
+			}
+			lead = true
 		}
-		// The result may have been delivered by the flush just run (this item was in it) or
-		// arrive from another leader; or this item is asked to lead the next batch.
-		r := <-it.done
-		if !r.lead {
-			return r.err
-		}
-		lead = true
 	}
+	return errs
 }
 
 // flush sends one batch from the queue, then hands leadership to the first item still queued,

@@ -70,3 +70,52 @@ func TestBatcherReportsEachWrite(t *testing.T) {
 		t.Fatalf("%d documents (%v), want %d", c, err, 2*n)
 	}
 }
+
+// Several writers each queue a set of inserts at once (a fan-out's deliveries); the sets are
+// grouped into commands and every insert reports its own outcome, in its writer's order.
+func TestBatcherWriteAllReportsEachInsert(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	coll := testkit.MongoDatabase(t).Collection("batched_sets")
+	if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: "w03-07"}}); err != nil {
+		t.Fatal(err)
+	}
+	b := mongox.NewBatcher(coll)
+	const writers, per = 16, 20
+	results := make([][]error, writers)
+	var wg sync.WaitGroup
+	for w := 0; w < writers; w++ {
+		models := make([]mongo.WriteModel, per)
+		for i := range models {
+			models[i] = mongo.NewInsertOneModel().SetDocument(bson.D{{Key: "_id", Value: fmt.Sprintf("w%02d-%02d", w, i)}})
+		}
+		wg.Go(func() { results[w] = b.WriteAll(ctx, models) })
+	}
+	wg.Wait()
+	for w, errs := range results {
+		if len(errs) != per {
+			t.Fatalf("writer %d: %d outcomes, want %d", w, len(errs), per)
+		}
+		for i, err := range errs {
+			if dup := w == 3 && i == 7; dup != mongox.IsDuplicateKey(err) || (!dup && err != nil) {
+				t.Errorf("writer %d insert %d: %v", w, i, err)
+			}
+		}
+	}
+	if c, err := coll.CountDocuments(ctx, bson.D{}); err != nil || c != writers*per {
+		t.Fatalf("%d documents (%v), want %d", c, err, writers*per)
+	}
+}
+
+// An empty set (a fan-out with no subscriber) returns at once and leaves the batcher usable.
+func TestBatcherWriteAllOfNothing(t *testing.T) {
+	t.Parallel()
+	coll := testkit.MongoDatabase(t).Collection("batched_nothing")
+	b := mongox.NewBatcher(coll)
+	if errs := b.WriteAll(t.Context(), nil); len(errs) != 0 {
+		t.Fatalf("WriteAll(nil) = %v", errs)
+	}
+	if err := b.Write(t.Context(), mongo.NewInsertOneModel().SetDocument(bson.D{{Key: "_id", Value: "after"}})); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -54,14 +54,36 @@ func Ping(ctx context.Context, db *mongo.Database) error {
 // EnsureIndexes creates the indexes a collection's queries rely on. Creating an index that
 // already exists with the same definition is a no-op on the server. They are created one per
 // command: the embedded store (FerretDB v1.24) fails a createIndexes naming several indexes
-// that already exist, which is every start after the first.
+// that already exist, which is every start after the first. Where the server cannot use
+// secondary indexes for queries (Capabilities.IndexedQueries), only the unique ones are
+// created: the others would slow every write and speed up nothing.
 func EnsureIndexes(ctx context.Context, coll *mongo.Collection, models ...mongo.IndexModel) error {
+	caps, err := Detect(ctx, coll.Database())
+	if err != nil {
+		return fmt.Errorf("indexes on %s: %w", coll.Name(), err)
+	}
 	for _, m := range models {
+		if !caps.IndexedQueries && !isUnique(m) {
+			continue
+		}
 		if _, err := coll.Indexes().CreateOne(ctx, m); err != nil {
 			return fmt.Errorf("indexes on %s: %w", coll.Name(), err)
 		}
 	}
 	return nil
+}
+
+func isUnique(m mongo.IndexModel) bool {
+	if m.Options == nil {
+		return false
+	}
+	var o options.IndexOptions
+	for _, set := range m.Options.List() {
+		if err := set(&o); err != nil {
+			return false
+		}
+	}
+	return o.Unique != nil && *o.Unique
 }
 
 // IsDuplicateKey reports whether err is a unique-index violation.

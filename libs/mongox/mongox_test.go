@@ -158,6 +158,37 @@ func TestEnsureIndexesTwice(t *testing.T) {
 	}
 }
 
+// Unique indexes are created everywhere (they enforce a rule); the others only where the server
+// uses them for queries.
+func TestEnsureIndexesCreatesWhatTheStoreUses(t *testing.T) {
+	ctx := context.Background()
+	db := testkit.MongoDatabase(t)
+	coll := db.Collection("indexed")
+	unique := mongo.IndexModel{Keys: bson.D{{Key: "ref", Value: 1}}, Options: options.Index().SetName("ref").SetUnique(true)}
+	list := mongo.IndexModel{Keys: bson.D{{Key: "account", Value: 1}, {Key: "_id", Value: -1}}, Options: options.Index().SetName("account_id")}
+	if err := EnsureIndexes(ctx, coll, unique, list); err != nil {
+		t.Fatal(err)
+	}
+	specs, err := coll.Indexes().ListSpecifications(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, s := range specs {
+		names[s.Name] = true
+	}
+	caps, err := Detect(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !names["ref"] || names["account_id"] != caps.IndexedQueries {
+		t.Fatalf("indexes %v on a store with IndexedQueries = %v", names, caps.IndexedQueries)
+	}
+	if _, err := coll.InsertMany(ctx, []any{bson.D{{Key: "ref", Value: "a"}}, bson.D{{Key: "ref", Value: "a"}}}); !IsDuplicateKey(err) {
+		t.Fatalf("second document with the same ref: %v, want a duplicate key error", err)
+	}
+}
+
 func TestCapabilitiesOfTheEmbeddedStore(t *testing.T) {
 	db := testkit.MongoDatabase(t)
 	srv := NewServer(db)

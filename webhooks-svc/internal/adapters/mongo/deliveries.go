@@ -109,32 +109,21 @@ func (d deliveryDoc) delivery() *domain.Delivery {
 
 // Create implements domain.DeliveryRepository.
 func (r *Deliveries) Create(ctx context.Context, d *domain.Delivery) (bool, error) {
-	doc := toDeliveryDoc(d, 1)
-	created, err := insertOnce(ctx, r.coll, doc)
-	if created {
-		r.docs.inserted(doc.ID, doc)
+	created, err := r.CreateAll(ctx, []*domain.Delivery{d})
+	if err != nil {
+		return false, err
 	}
-	return created, err
+	return created[0], nil
 }
 
-// CreateAll implements domain.DeliveryRepository, in one command.
+// CreateAll implements domain.DeliveryRepository, grouped with concurrent fan-outs.
 func (r *Deliveries) CreateAll(ctx context.Context, ds []*domain.Delivery) ([]bool, error) {
+	ids := make([]string, len(ds))
 	docs := make([]deliveryDoc, len(ds))
-	models := make([]any, len(ds))
 	for i, d := range ds {
-		docs[i] = toDeliveryDoc(d, 1)
-		models[i] = docs[i]
+		ids[i], docs[i] = d.ID(), toDeliveryDoc(d, 1)
 	}
-	created, err := mongox.InsertNew(ctx, r.coll, models)
-	if err != nil {
-		return nil, err
-	}
-	for i, c := range created {
-		if c {
-			r.docs.inserted(docs[i].ID, docs[i])
-		}
-	}
-	return created, nil
+	return r.docs.insertAll(ctx, ids, docs)
 }
 
 // Get implements domain.DeliveryRepository.

@@ -123,12 +123,11 @@ func (d eventDoc) record() *domain.EventRecord {
 
 // Insert implements domain.EventRepository.
 func (r *Events) Insert(ctx context.Context, rec *domain.EventRecord) (bool, error) {
-	d := toEventDoc(rec, 1)
-	inserted, err := insertOnce(ctx, r.coll, d)
-	if inserted {
-		r.docs.inserted(d.ID, d)
+	inserted, err := r.docs.insertAll(ctx, []string{rec.Event.ID}, []eventDoc{toEventDoc(rec, 1)})
+	if err != nil {
+		return false, err
 	}
-	return inserted, err
+	return inserted[0], nil
 }
 
 // Get implements domain.EventRepository.

@@ -109,19 +109,6 @@ func timeOf(p *time.Time) time.Time {
 	return p.UTC()
 }
 
-// insertOnce inserts doc and reports whether it was new: a duplicate key means the document
-// (or its unique twin) is already stored, which idempotent consumers treat as done.
-func insertOnce(ctx context.Context, coll *mongo.Collection, doc any) (bool, error) {
-	_, err := coll.InsertOne(ctx, doc)
-	if mongox.IsDuplicateKey(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("insert into %s: %w", coll.Name(), err)
-	}
-	return true, nil
-}
-
 // findByID reads the document with the given _id, or returns notFound.
 func findByID[T any](ctx context.Context, coll *mongo.Collection, id string, notFound error) (T, error) {
 	var d T
