@@ -27,6 +27,8 @@ type Config struct {
 	Concurrency         int
 	OutboxRelayInterval time.Duration
 	EndpointCacheTTL    time.Duration
+	InlineWait          time.Duration
+	InlineConcurrency   int
 }
 
 func loadConfig(getenv config.Getenv) (Config, error) {
@@ -43,6 +45,8 @@ func loadConfig(getenv config.Getenv) (Config, error) {
 		Concurrency:         r.Int("WEBHOOKS_CONCURRENCY", 50, 1, 10000),
 		OutboxRelayInterval: r.Duration("OUTBOX_RELAY_INTERVAL", time.Second),
 		EndpointCacheTTL:    r.Duration("WEBHOOKS_ENDPOINT_CACHE_TTL", time.Second),
+		InlineWait:          r.Duration("WEBHOOKS_INLINE_WAIT", 200*time.Millisecond),
+		InlineConcurrency:   r.Int("WEBHOOKS_INLINE_CONCURRENCY", 200, 1, 10000),
 	}
 	errs := []error{baseErr, r.Err()}
 	var err error
@@ -65,6 +69,9 @@ func loadConfig(getenv config.Getenv) (Config, error) {
 		if p.d <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be longer than 0", p.name))
 		}
+	}
+	if cfg.InlineWait < 0 || cfg.InlineWait >= cfg.Timeout {
+		errs = append(errs, fmt.Errorf("WEBHOOKS_INLINE_WAIT must be between 0 (off) and WEBHOOKS_TIMEOUT"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)

@@ -26,9 +26,10 @@ import (
 )
 
 // eventsConcurrency is how many published events are fanned out at once. Fan-out is a few
-// store writes per event; it runs on its own asynq server so slow receivers, which hold the
-// delivery workers for up to WEBHOOKS_TIMEOUT, never hold up the storing of new events.
-const eventsConcurrency = 16
+// store writes per event plus at most WEBHOOKS_INLINE_WAIT for the first attempts; it runs on
+// its own asynq server so slow receivers, which hold the delivery workers for up to
+// WEBHOOKS_TIMEOUT, never hold up the storing of new events.
+const eventsConcurrency = 64
 
 // rescheduleEvery is how often, and how late, attempts whose task was lost are queued again.
 const rescheduleEvery = time.Minute
@@ -94,11 +95,13 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		IDs:        ids.NewGenerator(nil),
 		Log:        log,
 	}, app.Config{
-		Schedule:         cfg.RetrySchedule,
-		AutoDisableAfter: cfg.AutoDisableAfter,
-		Retention:        cfg.EventsRetention,
-		AllowPrivate:     cfg.AllowPrivate,
-		RenderEndpoint:   httpport.EndpointObject,
+		Schedule:          cfg.RetrySchedule,
+		AutoDisableAfter:  cfg.AutoDisableAfter,
+		Retention:         cfg.EventsRetention,
+		AllowPrivate:      cfg.AllowPrivate,
+		InlineWait:        cfg.InlineWait,
+		InlineConcurrency: cfg.InlineConcurrency,
+		RenderEndpoint:    httpport.EndpointObject,
 	})
 	httpport.Register(rt.App, svc)
 

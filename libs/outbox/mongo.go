@@ -92,6 +92,15 @@ func (s MongoStore) Clear(ctx context.Context, aggregateID string, docs []Doc) e
 	return s.clear(ctx, aggregateID, docs)
 }
 
+// DefersClear implements ClearDeferrer: on the embedded store, where one process owns the data
+// and a clear is a read plus a rewrite of the whole document in the database's only write
+// lane, as costly as the write that raised the event. Left to the aggregate's next write (which
+// drops published events for free) or to the relay, the fast path costs one write per event
+// instead of two. On MongoDB, where several replicas run relays, the fast path clears.
+func (s MongoStore) DefersClear(ctx context.Context) bool {
+	return s.Server != nil && !s.Server.Capabilities(ctx).AtomicConditionalWrites
+}
+
 // TryClear implements TryClearer.
 func (s MongoStore) TryClear(ctx context.Context, aggregateID string, docs []Doc) (bool, error) {
 	if s.TryLock == nil {

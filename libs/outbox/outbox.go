@@ -151,6 +151,15 @@ type TryClearer interface {
 	TryClear(ctx context.Context, aggregateID string, docs []Doc) (bool, error)
 }
 
+// ClearDeferrer is a Store that may rather not be cleared by the fast path: when DefersClear
+// is true, published events stay in the outbox until the aggregate's next write drops them
+// (Published.Compact) or the relay clears them after its grace period, without publishing
+// them again. Only a store that one process owns may defer: another process's relay would
+// publish the entries a second time.
+type ClearDeferrer interface {
+	DefersClear(ctx context.Context) bool
+}
+
 // fastPathTimeout bounds a fast-path publish: with Redis unreachable it gives up and leaves the
 // events to the relay instead of holding a goroutine for the client's whole retry budget.
 const fastPathTimeout = 2 * time.Second
@@ -170,6 +179,9 @@ func (r *Relay) Dispatch(ctx context.Context, store Store, aggregateID string, d
 		defer cancel()
 		if err := r.publish(ctx, docs); err != nil {
 			r.log.WarnContext(ctx, "event publish deferred to the outbox relay", "aggregate", aggregateID, "error", err.Error())
+			return
+		}
+		if d, ok := store.(ClearDeferrer); ok && d.DefersClear(ctx) {
 			return
 		}
 		// A busy aggregate is not waited for: its next write drops the published entries
@@ -208,8 +220,9 @@ func (r *Relay) publish(ctx context.Context, docs []Doc) error {
 	return nil
 }
 
-// flush publishes what of b this process has not published yet, then clears b.
-func (r *Relay) flush(ctx context.Context, store Store, b Batch) error {
+// flush publishes what of b this process has not published yet, then clears b. It returns how
+// many events it published.
+func (r *Relay) flush(ctx context.Context, store Store, b Batch) (int, error) {
 	var unpublished []Doc
 	for _, d := range b.Docs {
 		if !r.published.Has(d.ID) {
@@ -218,13 +231,13 @@ func (r *Relay) flush(ctx context.Context, store Store, b Batch) error {
 	}
 	if len(unpublished) > 0 {
 		if err := r.publish(ctx, unpublished); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	if err := store.Clear(ctx, b.AggregateID, b.Docs); err != nil {
-		return fmt.Errorf("clear outbox of %s: %w", b.AggregateID, err)
+		return len(unpublished), fmt.Errorf("clear outbox of %s: %w", b.AggregateID, err)
 	}
-	return nil
+	return len(unpublished), nil
 }
 
 // Run publishes missed events until ctx ends, then waits for fast-path dispatches in flight.
@@ -242,24 +255,39 @@ func (r *Relay) Run(ctx context.Context) error {
 	}
 }
 
-// Sweep runs one relay pass now and returns how many events it published.
+// sweepPageSize and sweepPages bound one pass: 20 pages of 100 aggregates.
+const (
+	sweepPageSize = 100
+	sweepPages    = 20
+)
+
+// Sweep runs one relay pass now and returns how many events it published (not counting those
+// it only cleared, which the fast path had published).
 func (r *Relay) Sweep(ctx context.Context) int { return r.sweep(ctx) }
 
 func (r *Relay) sweep(ctx context.Context) int {
 	published := 0
 	cutoff := r.now().Add(-r.grace)
 	for _, s := range r.stores {
-		batches, err := s.Pending(ctx, cutoff, 100)
-		if err != nil {
-			r.log.WarnContext(ctx, "outbox relay: reading pending events", "error", err.Error())
-			continue
-		}
-		for _, b := range batches {
-			if err := r.flush(ctx, s, b); err != nil {
-				r.log.WarnContext(ctx, "outbox relay: publishing", "aggregate", b.AggregateID, "error", err.Error())
-				return published // Redis is likely down; try again next tick
+		// Page after page while pages come back full (a store that defers its clears leaves
+		// every aggregate written once to the relay), up to a bound per pass.
+		for range sweepPages {
+			batches, err := s.Pending(ctx, cutoff, sweepPageSize)
+			if err != nil {
+				r.log.WarnContext(ctx, "outbox relay: reading pending events", "error", err.Error())
+				break
 			}
-			published += len(b.Docs)
+			for _, b := range batches {
+				n, err := r.flush(ctx, s, b)
+				if err != nil {
+					r.log.WarnContext(ctx, "outbox relay: publishing", "aggregate", b.AggregateID, "error", err.Error())
+					return published // Redis is likely down; try again next tick
+				}
+				published += n
+			}
+			if len(batches) < sweepPageSize {
+				break
+			}
 		}
 	}
 	if published > 0 {

@@ -209,3 +209,58 @@ func TestAppend(t *testing.T) {
 		t.Fatal("appending nothing changed something")
 	}
 }
+
+// Where the store defers clears (the embedded one), the fast path publishes and leaves the
+// entries; the relay clears them without publishing them again. On MongoDB the fast path
+// clears them itself.
+func TestDeferredClearIsTheRelays(t *testing.T) {
+	coll, store, client, insp := setup(t)
+	ctx := context.Background()
+	d := newDoc(t, ctx, ids.NewGenerator(nil), "a.b")
+	now := time.Now()
+	if _, err := coll.InsertOne(ctx, aggregate{ID: "deferred", Outbox: []Doc{d}, OutboxSince: &now}); err != nil {
+		t.Fatal(err)
+	}
+	relay := NewRelay(NewPublisher(client, prop), slog.New(slog.NewTextHandler(io.Discard, nil)), time.Hour, 0, store)
+	relay.Dispatch(ctx, store, "deferred", []Doc{d})
+	relay.inflight.Wait()
+	if _, ok := queued(t, insp)[d.ID]; !ok {
+		t.Fatal("the fast path did not publish")
+	}
+	pending, err := store.Pending(ctx, time.Now(), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if defers := store.DefersClear(ctx); defers != (len(pending) == 1) {
+		t.Fatalf("store defers clears: %v; left in the outbox: %+v", defers, pending)
+	}
+	if n := relay.Sweep(ctx); n != 0 {
+		t.Fatalf("the relay published %d events the fast path had published", n)
+	}
+	if pending, _ := store.Pending(ctx, time.Now(), 10); len(pending) != 0 {
+		t.Fatalf("left after the sweep: %+v", pending)
+	}
+}
+
+// One pass takes more than one page of aggregates.
+func TestSweepReadsPageAfterPage(t *testing.T) {
+	coll, store, client, insp := setup(t)
+	ctx := context.Background()
+	gen := ids.NewGenerator(nil)
+	old := time.Now().Add(-time.Minute)
+	const n = 2*sweepPageSize + 10
+	var aggs []any
+	for i := 0; i < n; i++ {
+		aggs = append(aggs, aggregate{ID: gen.New("agg"), Outbox: []Doc{newDoc(t, ctx, gen, "a.b")}, OutboxSince: &old})
+	}
+	if _, err := coll.InsertMany(ctx, aggs); err != nil {
+		t.Fatal(err)
+	}
+	relay := NewRelay(NewPublisher(client, prop), slog.New(slog.NewTextHandler(io.Discard, nil)), time.Hour, time.Second, store)
+	if got := relay.Sweep(ctx); got != n {
+		t.Fatalf("one sweep published %d, want %d", got, n)
+	}
+	if q, err := insp.ListPendingTasks(events.Queue, asynq.PageSize(1000)); err != nil || len(q) != n {
+		t.Fatalf("%d events queued (%v), want %d", len(q), err, n)
+	}
+}

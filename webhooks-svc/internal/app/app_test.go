@@ -42,14 +42,21 @@ type fakeSender struct {
 	mu     sync.Mutex
 	status int
 	sent   []app.Request
+	hold   chan struct{} // when set, every send waits for it to be closed
 }
 
 func (f *fakeSender) Send(_ context.Context, r app.Request) domain.Result {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.sent = append(f.sent, r)
-	return domain.Result{At: r.Timestamp, Duration: time.Millisecond, Status: f.status}
+	status, hold := f.status, f.hold
+	f.mu.Unlock()
+	if hold != nil {
+		<-hold
+	}
+	return domain.Result{At: r.Timestamp, Duration: time.Millisecond, Status: status}
 }
+
+func (f *fakeSender) sends() int { f.mu.Lock(); defer f.mu.Unlock(); return len(f.sent) }
 
 type fakePublisher struct {
 	mu  sync.Mutex
@@ -105,7 +112,10 @@ type env struct {
 	caller app.Caller
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { t.Helper(); return newEnvWith(t, nil) }
+
+// newEnvWith is newEnv with the configuration changed by configure.
+func newEnvWith(t *testing.T, configure func(*app.Config)) *env {
 	t.Helper()
 	db := testkit.MongoDatabase(t)
 	e := &env{
@@ -117,16 +127,20 @@ func newEnv(t *testing.T) *env {
 		gen:    ids.NewGenerator(nil),
 	}
 	e.caller = app.Caller{Account: e.gen.New(ids.Account), RequestID: "req_1", IdempotencyKey: "key-1"}
-	e.svc = app.New(app.Deps{
-		Endpoints: mongo.NewRepository(db, nil, time.Minute), Events: e.events, Deliveries: e.delivs,
-		Scheduler: e.sched, Sender: e.sender, Publisher: e.pub,
-		Clock: app.ClockFunc(time.Now), IDs: e.gen,
-	}, app.Config{
+	cfg := app.Config{
 		Schedule: domain.Schedule{time.Minute}, AutoDisableAfter: time.Hour, Retention: time.Hour, AllowPrivate: true,
 		RenderEndpoint: func(e *domain.Endpoint) any {
 			return map[string]any{"id": e.ID(), "object": "webhook_endpoint", "status": e.Status(), "description": e.Description()}
 		},
-	})
+	}
+	if configure != nil {
+		configure(&cfg)
+	}
+	e.svc = app.New(app.Deps{
+		Endpoints: mongo.NewRepository(db, nil, time.Minute), Events: e.events, Deliveries: e.delivs,
+		Scheduler: e.sched, Sender: e.sender, Publisher: e.pub,
+		Clock: app.ClockFunc(time.Now), IDs: e.gen,
+	}, cfg)
 	return e
 }
 
@@ -304,5 +318,117 @@ func TestPurgeExpired(t *testing.T) {
 	// Its leftover attempt task finds nothing and sends nothing.
 	if err := e.svc.Deliver(t.Context(), rec.Targets[0].Delivery, 1); err != nil || len(e.sender.sent) != 0 {
 		t.Fatalf("Deliver of a purged delivery: %v", err)
+	}
+}
+
+// With inline first attempts, a fan-out stores each delivery once, as its first attempt left it,
+// and queues only what is left to do: the retry of a failure.
+func TestInlineFirstAttempts(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		status    int
+		want      domain.DeliveryStatus
+		wantTasks int
+	}{
+		{200, domain.DeliverySucceeded, 0},
+		{500, domain.DeliveryPending, 1}, // attempt 2, scheduled
+	} {
+		t.Run(strconv.Itoa(tc.status), func(t *testing.T) {
+			t.Parallel()
+			e := newEnvWith(t, func(c *app.Config) { c.InlineWait, c.InlineConcurrency = time.Second, 10 })
+			e.sender.status = tc.status
+			e.endpoint(t, "*")
+			ev := e.event(t, "payment_request.failed")
+			if err := e.svc.Ingest(t.Context(), ev); err != nil {
+				t.Fatal(err)
+			}
+			rec, err := e.events.Get(t.Context(), ev.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := e.delivs.Get(t.Context(), rec.Targets[0].Delivery)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Status() != tc.want || len(d.Attempts()) != 1 || d.Attempts()[0].Status != tc.status {
+				t.Fatalf("delivery after the fan-out: %+v", d.State())
+			}
+			if e.sender.sends() != 1 || e.sched.count() != tc.wantTasks {
+				t.Fatalf("%d sends, %d tasks; want 1 and %d", e.sender.sends(), e.sched.count(), tc.wantTasks)
+			}
+			if tc.wantTasks == 1 {
+				if _, ok := e.sched.tasks[d.ID()+":2"]; !ok {
+					t.Fatalf("tasks %v: the retry is not attempt 2", e.sched.tasks)
+				}
+			}
+			if succeeded := rec.PendingWebhooks() == 0 && rec.DeliverySuccess(); succeeded != (tc.status == 200) {
+				t.Fatalf("event after the fan-out: %+v", rec.Targets)
+			}
+			// A redelivered fan-out (its task ran again) neither sends nor queues anything.
+			if err := e.svc.Ingest(t.Context(), ev); err != nil || e.sender.sends() != 1 || e.sched.count() != tc.wantTasks {
+				t.Fatalf("second fan-out: %v, %d sends, %d tasks", err, e.sender.sends(), e.sched.count())
+			}
+		})
+	}
+}
+
+// A first attempt that has not answered within InlineWait is stored pending, without a task,
+// and recorded when the answer comes.
+func TestInlineFirstAttemptAnsweredLate(t *testing.T) {
+	t.Parallel()
+	e := newEnvWith(t, func(c *app.Config) { c.InlineWait, c.InlineConcurrency = 20*time.Millisecond, 10 })
+	e.sender.hold = make(chan struct{})
+	e.endpoint(t, "*")
+	ev := e.event(t, "payment_request.failed")
+	if err := e.svc.Ingest(t.Context(), ev); err != nil {
+		t.Fatal(err)
+	}
+	rec, _ := e.events.Get(t.Context(), ev.ID)
+	id := rec.Targets[0].Delivery
+	d, err := e.delivs.Get(t.Context(), id)
+	if err != nil || d.Status() != domain.DeliveryPending || len(d.Attempts()) != 0 || e.sched.count() != 0 {
+		t.Fatalf("while the attempt is in flight: %+v %v, %d tasks", d, err, e.sched.count())
+	}
+	close(e.sender.hold)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		d, err = e.delivs.Get(t.Context(), id)
+		if err == nil && d.Status() == domain.DeliverySucceeded && len(d.Attempts()) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the late answer was not recorded: %+v %v", d, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if rec, _ := e.events.Get(t.Context(), ev.ID); !rec.DeliverySuccess() || e.sender.sends() != 1 || e.sched.count() != 0 {
+		t.Fatalf("after the late answer: %+v, %d sends, %d tasks", rec.Targets, e.sender.sends(), e.sched.count())
+	}
+}
+
+// A fan-out that dies before its deliveries are stored runs again, as a redelivered fan-out:
+// every delivery is stored and queued once (its first attempt is made again by the task, as
+// at-least-once allows).
+func TestInlineFanOutCompletesAfterACrash(t *testing.T) {
+	t.Parallel()
+	e := newEnvWith(t, func(c *app.Config) { c.InlineWait, c.InlineConcurrency = time.Second, 10 })
+	e.endpoint(t, "*")
+	e.endpoint(t, "*")
+	ev := e.event(t, "payment_request.failed")
+	e.delivs.failAt = 1
+	if err := e.svc.Ingest(t.Context(), ev); err == nil {
+		t.Fatal("the crash went unnoticed")
+	}
+	if err := e.svc.Ingest(t.Context(), ev); err != nil {
+		t.Fatal(err)
+	}
+	rec, _ := e.events.Get(t.Context(), ev.ID)
+	for _, tg := range rec.Targets {
+		if d, err := e.delivs.Get(t.Context(), tg.Delivery); err != nil || !d.Due(1) {
+			t.Fatalf("delivery %s after the redelivered fan-out: %+v %v", tg.Delivery, d, err)
+		}
+	}
+	if e.sched.count() != 2 || e.sender.sends() != 2 {
+		t.Fatalf("%d tasks and %d sends, want 2 of each (the crashed fan-out's attempts)", e.sched.count(), e.sender.sends())
 	}
 }

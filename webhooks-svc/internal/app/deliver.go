@@ -61,17 +61,28 @@ func (s *Service) Deliver(ctx context.Context, id string, attempt int) error {
 		return err
 	}
 
+	req, err := s.request(ep, ev)
+	if err != nil {
+		return err
+	}
+	return s.record(ctx, id, attempt, ep, s.Sender.Send(ctx, req))
+}
+
+// request is the signed POST of ev to ep, as of now.
+func (s *Service) request(ep *domain.Endpoint, ev events.Event) (Request, error) {
 	now := s.Clock.Now()
 	body, err := json.Marshal(events.Render(ev, ep.APIVersion()))
 	if err != nil {
-		return fmt.Errorf("render event %s: %w", ev.ID, err)
+		return Request{}, fmt.Errorf("render event %s: %w", ev.ID, err)
 	}
-	res := s.Sender.Send(ctx, Request{
-		URL: ep.URL(), MessageID: ev.ID, Timestamp: now, Body: body, Secrets: ep.SigningSecrets(now),
-	})
+	return Request{URL: ep.URL(), MessageID: ev.ID, Timestamp: now, Body: body, Secrets: ep.SigningSecrets(now)}, nil
+}
 
+// record stores the result of attempt number attempt of the stored delivery id, then has the
+// delivery's new state take effect (settle) and the endpoint's health follow (noteOutcome).
+func (s *Service) record(ctx context.Context, id string, attempt int, ep *domain.Endpoint, res domain.Result) error {
 	var outcome domain.Outcome
-	d, err = s.Deliveries.Update(ctx, id, func(d *domain.Delivery) error {
+	d, err := s.Deliveries.Update(ctx, id, func(d *domain.Delivery) error {
 		o, err := d.Record(attempt, res, s.cfg.Schedule, s.rnd())
 		outcome = o
 		return err

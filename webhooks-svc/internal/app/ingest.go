@@ -17,8 +17,9 @@ import (
 // queued again (without effect where they already are).
 func (s *Service) Ingest(ctx context.Context, ev events.Event) error {
 	rec, err := s.Events.Get(ctx, ev.ID)
+	fresh := false
 	if errors.Is(err, domain.ErrEventNotFound) {
-		rec, err = s.store(ctx, ev)
+		rec, fresh, err = s.store(ctx, ev)
 	}
 	if err != nil {
 		return err
@@ -31,6 +32,9 @@ func (s *Service) Ingest(ctx context.Context, ev events.Event) error {
 			Account: rec.Event.Account, Livemode: rec.Event.Livemode,
 			EventCreated: time.Unix(rec.Event.Created, 0), Created: now,
 		})
+	}
+	if fresh && s.inline != nil {
+		return s.fanOutInline(ctx, rec.Event, ds)
 	}
 	created, err := s.Deliveries.CreateAll(ctx, ds)
 	if err != nil {
@@ -50,12 +54,12 @@ func (s *Service) Ingest(ctx context.Context, ev events.Event) error {
 	return nil
 }
 
-// store records a new event with the endpoints subscribed to it now. If another consumer
-// stored it first, that record wins.
-func (s *Service) store(ctx context.Context, ev events.Event) (*domain.EventRecord, error) {
+// store records a new event with the endpoints subscribed to it now, and reports whether this
+// call stored it. If another consumer stored it first, that record wins.
+func (s *Service) store(ctx context.Context, ev events.Event) (*domain.EventRecord, bool, error) {
 	eps, err := s.Endpoints.Subscribed(ctx, ev.Account, ev.Livemode, ev.Type)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	targets := make([]domain.Target, len(eps))
 	for i, e := range eps {
@@ -64,10 +68,11 @@ func (s *Service) store(ctx context.Context, ev events.Event) (*domain.EventReco
 	rec := domain.NewEventRecord(ev, targets)
 	inserted, err := s.Events.Insert(ctx, rec)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if !inserted {
-		return s.Events.Get(ctx, ev.ID)
+		rec, err := s.Events.Get(ctx, ev.ID)
+		return rec, false, err
 	}
-	return rec, nil
+	return rec, true, nil
 }

@@ -69,6 +69,13 @@ type Config struct {
 	// RenderEndpoint renders an endpoint as the API shows it (without its secret): the object
 	// of the webhook_endpoint.* events.
 	RenderEndpoint func(*domain.Endpoint) any
+	// InlineWait, when positive, has the fan-out make each new delivery's first attempt itself
+	// and wait this long for the answers before it stores the deliveries (fanout.go); zero
+	// queues every attempt as a task.
+	InlineWait time.Duration
+	// InlineConcurrency bounds the first attempts made by fan-outs at once; beyond it they
+	// are queued as tasks.
+	InlineConcurrency int
 }
 
 // Service runs the use cases.
@@ -79,6 +86,8 @@ type Service struct {
 	secret func() string
 	// rnd returns a random number in [0, 1), for jitter.
 	rnd func() float64
+	// inline holds a token per first attempt in flight from a fan-out; nil when InlineWait is 0.
+	inline chan struct{}
 }
 
 // New returns the Service.
@@ -86,9 +95,14 @@ func New(deps Deps, cfg Config) *Service {
 	if deps.Log == nil {
 		deps.Log = slog.New(slog.DiscardHandler)
 	}
+	var inline chan struct{}
+	if cfg.InlineWait > 0 {
+		inline = make(chan struct{}, max(cfg.InlineConcurrency, 1))
+	}
 	return &Service{
-		Deps: deps,
-		cfg:  cfg,
+		inline: inline,
+		Deps:   deps,
+		cfg:    cfg,
 		// Standard Webhooks secrets: whsec_ + base64 of the key; 32 bytes is an HMAC-SHA256
 		// key of full strength.
 		secret: func() string { return ids.StdSecret("whsec_", 32) },

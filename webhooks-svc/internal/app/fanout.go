@@ -1,0 +1,160 @@
+package app
+
+import (
+	"context"
+	"time"
+
+	"rentalplatform/libs/events"
+
+	"rentalplatform/webhooks-svc/internal/domain"
+)
+
+// Inline first attempts (Config.InlineWait).
+//
+// A delivery that succeeds at once used to cost the store two writes (its insert as pending at
+// the fan-out, then its rewrite with the attempt) and the queue one task. The fan-out of a new
+// event now makes the first attempts itself, all at once, waits up to InlineWait for the
+// answers, and stores every delivery once, as it then stands: succeeded, or failed with its
+// retry queued, or still pending.
+//
+// The fan-out's own task is not done until the deliveries are stored, so nothing is lost: if
+// the process dies before that, the event is fanned out again (the attempts made are made
+// again, with the same webhook-id, as at-least-once allows). A first attempt still unanswered
+// after InlineWait is stored as pending and due, and recorded when its answer comes; should the
+// process die first, the overdue sweep queues the attempt again (RescheduleOverdue), as for a
+// lost task. Deliveries appear in the lists once stored: at most InlineWait after the fan-out.
+// An endpoint that is not enabled in the delivery path's snapshot, or more first attempts in
+// flight than InlineConcurrency, get the queued path.
+
+// firstAttempt is one delivery's first attempt made by a fan-out.
+type firstAttempt struct {
+	d   *domain.Delivery
+	ep  *domain.Endpoint
+	res chan domain.Result // the answer, from the goroutine that sent the request
+	// late tells that goroutine, once the deliveries are stored, whether the fan-out left the
+	// answer to it to record (true) or has recorded it or failed (false).
+	late chan bool
+}
+
+// fanOutInline makes the first attempt of each fresh delivery of ev, stores the deliveries, and
+// has their states take effect. ds are new, due, and not stored yet.
+func (s *Service) fanOutInline(ctx context.Context, ev events.Event, ds []*domain.Delivery) error {
+	var flights []*firstAttempt
+	for _, d := range ds {
+		if f := s.startFirstAttempt(ctx, ev, d); f != nil {
+			flights = append(flights, f)
+		}
+	}
+
+	// Wait for the answers, up to InlineWait from now for all of them together.
+	timer := time.NewTimer(s.cfg.InlineWait)
+	defer timer.Stop()
+	var answered []*firstAttempt
+	var outcomes []domain.Outcome
+	var results []domain.Result
+	var pendingFlights []*firstAttempt
+	expired := false
+	for _, f := range flights {
+		var res domain.Result
+		got := false
+		if !expired {
+			select {
+			case res = <-f.res:
+				got = true
+			case <-timer.C:
+				expired = true
+			}
+		} else {
+			select {
+			case res = <-f.res:
+				got = true
+			default:
+			}
+		}
+		if !got {
+			pendingFlights = append(pendingFlights, f)
+			continue
+		}
+		f.late <- false
+		o, err := f.d.Record(1, res, s.cfg.Schedule, s.rnd())
+		if err != nil {
+			// Cannot happen for a fresh delivery's first attempt; leave it to the queue.
+			s.Log.ErrorContext(ctx, "recording a first attempt", "delivery", f.d.ID(), "error", err.Error())
+			continue
+		}
+		answered, outcomes, results = append(answered, f), append(outcomes, o), append(results, res)
+	}
+
+	created, err := s.Deliveries.CreateAll(ctx, ds)
+	for _, f := range pendingFlights {
+		f.late <- err == nil
+	}
+	if err != nil {
+		return err // the fan-out runs again, attempts included
+	}
+	inFlight := make(map[string]bool, len(pendingFlights))
+	for _, f := range pendingFlights {
+		inFlight[f.d.ID()] = true
+	}
+	for i, d := range ds {
+		if !created[i] {
+			// Stored by someone else meanwhile (another consumer of the same event): theirs
+			// stands; make sure it has had its effects.
+			stored, err := s.Deliveries.Get(ctx, d.ID())
+			if err != nil {
+				return err
+			}
+			if err := s.settle(ctx, stored); err != nil {
+				return err
+			}
+			continue
+		}
+		if inFlight[d.ID()] {
+			continue // recorded when its answer comes
+		}
+		if err := s.settle(ctx, d); err != nil {
+			return err
+		}
+	}
+	for i, f := range answered {
+		if err := s.noteOutcome(ctx, f.ep, outcomes[i], results[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startFirstAttempt sends d's first attempt in the background and returns it, or returns nil
+// when d is to take the queued path (endpoint not enabled in the snapshot, or too many first
+// attempts in flight).
+func (s *Service) startFirstAttempt(ctx context.Context, ev events.Event, d *domain.Delivery) *firstAttempt {
+	ep, err := s.Endpoints.Cached(ctx, d.Endpoint(), d.Account(), d.Livemode())
+	if err != nil || ep.Status() != domain.StatusEnabled {
+		return nil
+	}
+	req, err := s.request(ep, ev)
+	if err != nil {
+		return nil
+	}
+	select {
+	case s.inline <- struct{}{}:
+	default:
+		return nil
+	}
+	f := &firstAttempt{d: d, ep: ep, res: make(chan domain.Result, 1), late: make(chan bool, 1)}
+	// The request outlives the fan-out's task when it is late: it keeps the trace, not the
+	// cancellation. The sender bounds it (WEBHOOKS_TIMEOUT).
+	bg := context.WithoutCancel(ctx)
+	go func() {
+		res := s.Sender.Send(bg, req)
+		<-s.inline
+		f.res <- res
+		if <-f.late {
+			if err := s.record(bg, d.ID(), 1, ep, res); err != nil {
+				s.Log.WarnContext(bg, "recording a late first attempt; the overdue sweep will queue it again",
+					"delivery", d.ID(), "error", err.Error())
+			}
+		}
+	}()
+	return f
+}
