@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"rentalplatform/libs/events"
@@ -96,6 +97,9 @@ func (s *Service) fanOutInline(ctx context.Context, ev events.Event, ds []*domai
 	for _, f := range pendingFlights {
 		inFlight[f.d.ID()] = true
 	}
+	// What settle does for one delivery, for all of them: queue what is due, then tell the
+	// event where every delivery stands in one write.
+	statuses := make(map[string]domain.DeliveryStatus, len(ds))
 	for i, d := range ds {
 		if !created[i] {
 			// Stored by someone else meanwhile (another consumer of the same event): theirs
@@ -104,17 +108,18 @@ func (s *Service) fanOutInline(ctx context.Context, ev events.Event, ds []*domai
 			if err != nil {
 				return err
 			}
-			if err := s.settle(ctx, stored); err != nil {
-				return err
-			}
-			continue
-		}
-		if inFlight[d.ID()] {
+			d = stored
+		} else if inFlight[d.ID()] {
 			continue // recorded when its answer comes
 		}
-		if err := s.settle(ctx, d); err != nil {
+		if err := s.ensureScheduled(ctx, d); err != nil {
 			return err
 		}
+		statuses[d.ID()] = d.Status()
+	}
+	err = s.Events.SetDeliveryStatuses(ctx, ev.ID, statuses)
+	if err != nil && !errors.Is(err, domain.ErrEventNotFound) {
+		return err
 	}
 	for i, f := range answered {
 		if err := s.noteOutcome(ctx, f.ep, outcomes[i], results[i]); err != nil {

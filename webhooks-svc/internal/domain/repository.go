@@ -62,6 +62,9 @@ type EventRepository interface {
 	// SetDeliveryStatus records where one of the event's deliveries stands (and so its
 	// pending_webhooks). Setting the status it already has changes nothing.
 	SetDeliveryStatus(ctx context.Context, event, delivery string, s DeliveryStatus) error
+	// SetDeliveryStatuses is SetDeliveryStatus for several deliveries of the event at once
+	// (keyed by delivery id), in one write.
+	SetDeliveryStatuses(ctx context.Context, event string, statuses map[string]DeliveryStatus) error
 	// Purge removes the events created before t and returns how many.
 	Purge(ctx context.Context, before time.Time) (int64, error)
 }

@@ -3,6 +3,7 @@ package mongo
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -179,6 +180,15 @@ func (r *Events) List(ctx context.Context, account string, livemode bool, f doma
 // arrive for the event meanwhile are written together by one of their callers once that write
 // is done; every caller returns when its own change is stored.
 func (r *Events) SetDeliveryStatus(ctx context.Context, event, delivery string, s domain.DeliveryStatus) error {
+	return r.SetDeliveryStatuses(ctx, event, map[string]domain.DeliveryStatus{delivery: s})
+}
+
+// SetDeliveryStatuses implements domain.EventRepository, merged with concurrent changes of the
+// event as SetDeliveryStatus is.
+func (r *Events) SetDeliveryStatuses(ctx context.Context, event string, statuses map[string]domain.DeliveryStatus) error {
+	if len(statuses) == 0 {
+		return nil
+	}
 	done := make(chan error, 1)
 	r.statusMu.Lock()
 	b, running := r.statuses[event]
@@ -186,7 +196,7 @@ func (r *Events) SetDeliveryStatus(ctx context.Context, event, delivery string, 
 		b = &statusBatch{changes: map[string]domain.DeliveryStatus{}}
 		r.statuses[event] = b
 	}
-	b.changes[delivery] = s
+	maps.Copy(b.changes, statuses)
 	b.waiters = append(b.waiters, done)
 	r.statusMu.Unlock()
 	if running {
