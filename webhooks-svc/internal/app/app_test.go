@@ -432,3 +432,23 @@ func TestInlineFanOutCompletesAfterACrash(t *testing.T) {
 		t.Fatalf("%d tasks and %d sends, want 2 of each (the crashed fan-out's attempts)", e.sched.count(), e.sender.sends())
 	}
 }
+
+// An endpoint with its share of first attempts in flight (an eighth of InlineConcurrency) gets
+// its next deliveries queued as tasks: a slow receiver cannot take every slot.
+func TestInlineFirstAttemptsBoundedPerEndpoint(t *testing.T) {
+	t.Parallel()
+	e := newEnvWith(t, func(c *app.Config) { c.InlineWait, c.InlineConcurrency = 20*time.Millisecond, 8 })
+	e.sender.hold = make(chan struct{})
+	e.endpoint(t, "*")
+	first, second := e.event(t, "payment_request.failed"), e.event(t, "payment_request.failed")
+	for _, ev := range []events.Event{first, second} {
+		if err := e.svc.Ingest(t.Context(), ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec, _ := e.events.Get(t.Context(), second.ID)
+	if _, queued := e.sched.tasks[rec.Targets[0].Delivery+":1"]; !queued || e.sched.count() != 1 || e.sender.sends() != 1 {
+		t.Fatalf("tasks %v, %d sends: want the second delivery queued, one send in flight", e.sched.tasks, e.sender.sends())
+	}
+	close(e.sender.hold)
+}

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"rentalplatform/libs/events"
@@ -25,7 +26,7 @@ import (
 // process die first, the overdue sweep queues the attempt again (RescheduleOverdue), as for a
 // lost task. Deliveries appear in the lists once stored: at most InlineWait after the fan-out.
 // An endpoint that is not enabled in the delivery path's snapshot, or more first attempts in
-// flight than InlineConcurrency, get the queued path.
+// flight than InlineConcurrency (or than an eighth of it to one endpoint), get the queued path.
 
 // firstAttempt is one delivery's first attempt made by a fan-out.
 type firstAttempt struct {
@@ -141,9 +142,7 @@ func (s *Service) startFirstAttempt(ctx context.Context, ev events.Event, d *dom
 	if err != nil {
 		return nil
 	}
-	select {
-	case s.inline <- struct{}{}:
-	default:
+	if !s.inline.acquire(ep.ID()) {
 		return nil
 	}
 	f := &firstAttempt{d: d, ep: ep, res: make(chan domain.Result, 1), late: make(chan bool, 1)}
@@ -152,7 +151,7 @@ func (s *Service) startFirstAttempt(ctx context.Context, ev events.Event, d *dom
 	bg := context.WithoutCancel(ctx)
 	go func() {
 		res := s.Sender.Send(bg, req)
-		<-s.inline
+		s.inline.release(ep.ID())
 		f.res <- res
 		if <-f.late {
 			if err := s.record(bg, d.ID(), 1, ep, res); err != nil {
@@ -162,4 +161,40 @@ func (s *Service) startFirstAttempt(ctx context.Context, ev events.Event, d *dom
 		}
 	}()
 	return f
+}
+
+// inflight counts the first attempts made by fan-outs, in all and per endpoint. The bound per
+// endpoint keeps one slow or unreachable receiver (which holds its attempts up to
+// WEBHOOKS_TIMEOUT) from taking every slot, so the others keep the inline path, and once it is
+// at its bound its deliveries are queued at once instead of holding fan-outs for InlineWait.
+type inflight struct {
+	mu          sync.Mutex
+	total, max  int
+	perEndpoint map[string]int
+	maxEndpoint int
+}
+
+func newInflight(limit int) *inflight {
+	limit = max(limit, 1)
+	return &inflight{max: limit, maxEndpoint: max(limit/8, 1), perEndpoint: map[string]int{}}
+}
+
+func (f *inflight) acquire(endpoint string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.total >= f.max || f.perEndpoint[endpoint] >= f.maxEndpoint {
+		return false
+	}
+	f.total++
+	f.perEndpoint[endpoint]++
+	return true
+}
+
+func (f *inflight) release(endpoint string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.total--
+	if f.perEndpoint[endpoint]--; f.perEndpoint[endpoint] <= 0 {
+		delete(f.perEndpoint, endpoint)
+	}
 }

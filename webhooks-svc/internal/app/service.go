@@ -86,8 +86,8 @@ type Service struct {
 	secret func() string
 	// rnd returns a random number in [0, 1), for jitter.
 	rnd func() float64
-	// inline holds a token per first attempt in flight from a fan-out; nil when InlineWait is 0.
-	inline chan struct{}
+	// inline counts the first attempts in flight from fan-outs; nil when InlineWait is 0.
+	inline *inflight
 }
 
 // New returns the Service.
@@ -95,9 +95,9 @@ func New(deps Deps, cfg Config) *Service {
 	if deps.Log == nil {
 		deps.Log = slog.New(slog.DiscardHandler)
 	}
-	var inline chan struct{}
+	var inline *inflight
 	if cfg.InlineWait > 0 {
-		inline = make(chan struct{}, max(cfg.InlineConcurrency, 1))
+		inline = newInflight(cfg.InlineConcurrency)
 	}
 	return &Service{
 		inline: inline,
