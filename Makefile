@@ -31,6 +31,7 @@ lint: ## gofmt, go vet, and staticcheck when installed
 fuzz: ## Fuzz the request parsers for 30s each
 	go test -run '^$$' -fuzz FuzzDecode -fuzztime 30s ./libs/jsonbody
 	go test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./libs/listing
+	go test -run '^$$' -fuzz FuzzGatedWrite -fuzztime 30s ./embedded/mongostore
 
 tidy: ## go mod tidy in every module
 	@for m in $(MODULES); do (cd $$m && go mod tidy) || exit 1; done
