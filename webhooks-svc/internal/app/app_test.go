@@ -390,18 +390,20 @@ func TestInlineFirstAttemptAnsweredLate(t *testing.T) {
 		t.Fatalf("while the attempt is in flight: %+v %v, %d tasks", d, err, e.sched.count())
 	}
 	close(e.sender.hold)
+	// The late answer is recorded on the delivery, then on the event: wait for both.
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		d, err = e.delivs.Get(t.Context(), id)
-		if err == nil && d.Status() == domain.DeliverySucceeded && len(d.Attempts()) == 1 {
+		rec, _ = e.events.Get(t.Context(), ev.ID)
+		if err == nil && d.Status() == domain.DeliverySucceeded && len(d.Attempts()) == 1 && rec.DeliverySuccess() {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the late answer was not recorded: %+v %v", d, err)
+			t.Fatalf("the late answer was not recorded: %+v %v; event %+v", d, err, rec.Targets)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if rec, _ := e.events.Get(t.Context(), ev.ID); !rec.DeliverySuccess() || e.sender.sends() != 1 || e.sched.count() != 0 {
+	if !rec.DeliverySuccess() || e.sender.sends() != 1 || e.sched.count() != 0 {
 		t.Fatalf("after the late answer: %+v, %d sends, %d tasks", rec.Targets, e.sender.sends(), e.sched.count())
 	}
 }
