@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"time"
 
 	"rentalplatform/libs/events"
 
@@ -36,6 +35,27 @@ type firstAttempt struct {
 	// late tells that goroutine, once the deliveries are stored, whether the fan-out left the
 	// answer to it to record (true) or has recorded it or failed (false).
 	late chan bool
+
+	answered bool           // the answer came within InlineWait
+	result   domain.Result  // the answer, when answered
+	outcome  domain.Outcome // set when the answer is recorded on d
+	recorded bool
+}
+
+// await takes the answer if it has come, or waits for it until deadline is closed, and
+// reports whether it came. An answer already there always counts, deadline or not.
+func (f *firstAttempt) await(deadline <-chan struct{}) bool {
+	select {
+	case f.result = <-f.res:
+		return true
+	default:
+	}
+	select {
+	case f.result = <-f.res:
+		return true
+	case <-deadline:
+		return false
+	}
 }
 
 // fanOutInline makes the first attempt of each fresh delivery of ev, stores the deliveries, and
@@ -49,54 +69,32 @@ func (s *Service) fanOutInline(ctx context.Context, ev events.Event, ds []*domai
 	}
 
 	// Wait for the answers, up to InlineWait from now for all of them together.
-	timer := time.NewTimer(s.cfg.InlineWait)
-	defer timer.Stop()
-	var answered []*firstAttempt
-	var outcomes []domain.Outcome
-	var results []domain.Result
-	var pendingFlights []*firstAttempt
-	expired := false
+	wait, cancel := context.WithTimeout(ctx, s.cfg.InlineWait)
+	defer cancel()
+	inFlight := map[string]bool{}
 	for _, f := range flights {
-		var res domain.Result
-		got := false
-		if !expired {
-			select {
-			case res = <-f.res:
-				got = true
-			case <-timer.C:
-				expired = true
-			}
-		} else {
-			select {
-			case res = <-f.res:
-				got = true
-			default:
-			}
-		}
-		if !got {
-			pendingFlights = append(pendingFlights, f)
+		if f.answered = f.await(wait.Done()); !f.answered {
+			inFlight[f.d.ID()] = true // told after the store below
 			continue
 		}
 		f.late <- false
-		o, err := f.d.Record(1, res, s.cfg.Schedule, s.rnd())
+		o, err := f.d.Record(1, f.result, s.cfg.Schedule, s.rnd())
 		if err != nil {
 			// Cannot happen for a fresh delivery's first attempt; leave it to the queue.
 			s.Log.ErrorContext(ctx, "recording a first attempt", "delivery", f.d.ID(), "error", err.Error())
 			continue
 		}
-		answered, outcomes, results = append(answered, f), append(outcomes, o), append(results, res)
+		f.outcome, f.recorded = o, true
 	}
 
 	created, err := s.Deliveries.CreateAll(ctx, ds)
-	for _, f := range pendingFlights {
-		f.late <- err == nil
+	for _, f := range flights {
+		if !f.answered {
+			f.late <- err == nil
+		}
 	}
 	if err != nil {
 		return err // the fan-out runs again, attempts included
-	}
-	inFlight := make(map[string]bool, len(pendingFlights))
-	for _, f := range pendingFlights {
-		inFlight[f.d.ID()] = true
 	}
 	// What settle does for one delivery, for all of them: queue what is due, then tell the
 	// event where every delivery stands in one write.
@@ -122,9 +120,11 @@ func (s *Service) fanOutInline(ctx context.Context, ev events.Event, ds []*domai
 	if err != nil && !errors.Is(err, domain.ErrEventNotFound) {
 		return err
 	}
-	for i, f := range answered {
-		if err := s.noteOutcome(ctx, f.ep, outcomes[i], results[i]); err != nil {
-			return err
+	for _, f := range flights {
+		if f.recorded {
+			if err := s.noteOutcome(ctx, f.ep, f.outcome, f.result); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -138,11 +138,12 @@ func (s *Service) startFirstAttempt(ctx context.Context, ev events.Event, d *dom
 	if err != nil || ep.Status() != domain.StatusEnabled {
 		return nil
 	}
-	req, err := s.request(ep, ev)
-	if err != nil {
+	if !s.inline.acquire(ep.ID()) {
 		return nil
 	}
-	if !s.inline.acquire(ep.ID()) {
+	req, err := s.request(ep, ev)
+	if err != nil {
+		s.inline.release(ep.ID())
 		return nil
 	}
 	f := &firstAttempt{d: d, ep: ep, res: make(chan domain.Result, 1), late: make(chan bool, 1)}
