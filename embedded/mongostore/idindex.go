@@ -29,9 +29,9 @@ const (
 	idIndexInterval = time.Second
 )
 
-// maintainIDIndexes indexes every collection table of every database in dir and checkpoints its
+// maintainDatabases indexes every collection table of every database in dir and checkpoints its
 // write-ahead log, now and then every idIndexInterval until ctx ends.
-func maintainIDIndexes(ctx context.Context, dir string, log *slog.Logger) {
+func maintainDatabases(ctx context.Context, dir string, log *slog.Logger) {
 	t := time.NewTicker(idIndexInterval)
 	defer t.Stop()
 	for {

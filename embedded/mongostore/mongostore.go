@@ -50,7 +50,7 @@ type Store struct {
 	runErr error         // Run's result; read only after done is closed
 
 	closeOnce sync.Once
-	indexed   chan struct{} // closed when the _id index maintenance has stopped
+	indexed   chan struct{} // closed when maintainDatabases (indexes, checkpoints) has stopped
 	listener  net.Listener  // the write gate's, where clients connect
 	relayed   chan struct{} // closed when the write gate has closed every connection
 }
@@ -159,7 +159,7 @@ func Start(ctx context.Context, opts Options) (*Store, error) {
 	s.indexed = make(chan struct{})
 	go func() {
 		defer close(s.indexed)
-		maintainIDIndexes(runCtx, dir, logger)
+		maintainDatabases(runCtx, dir, logger)
 	}()
 	return s, nil
 }
