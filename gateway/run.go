@@ -18,6 +18,7 @@ import (
 	"rentalplatform/gateway/internal/app"
 	httpport "rentalplatform/gateway/internal/ports/http"
 	"rentalplatform/libs/config"
+	"rentalplatform/libs/docstore"
 	"rentalplatform/libs/fiberx"
 	"rentalplatform/libs/identity"
 	"rentalplatform/libs/ids"
@@ -61,7 +62,11 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) (err
 	}
 	defer cleanup(mongoClient.Disconnect, "mongo disconnect")
 	startCtx, cancelStart := context.WithTimeout(ctx, startupTimeout)
-	keys, err := keystore.NewKeys(startCtx, db)
+	store, err := docstore.Open(startCtx, db)
+	var keys *keystore.Keys
+	if err == nil {
+		keys, err = keystore.NewKeys(startCtx, store)
+	}
 	cancelStart()
 	if err != nil {
 		return fmt.Errorf("gateway key store: %w", err)

@@ -11,6 +11,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"rentalplatform/libs/asynqx"
+	"rentalplatform/libs/docstore"
 	"rentalplatform/libs/events"
 	"rentalplatform/libs/ids"
 	"rentalplatform/libs/outbox"
@@ -56,9 +57,17 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	rt.OnClose(func(context.Context) error { return client.Close() })
 	rt.AddCheck("redis", func(context.Context) error { return client.Ping() })
 
-	endpoints := mongo.NewRepository(rt.DB, prop, cfg.EndpointCacheTTL)
-	eventStore := mongo.NewEvents(rt.DB)
-	deliveries := mongo.NewDeliveries(rt.DB)
+	store, err := docstore.Open(ctx, rt.DB)
+	if err != nil {
+		return fail(err)
+	}
+	// Outbox: the store hands the events of each write to the relay's fast path; the relay
+	// catches what it missed once it has waited longer than a fast path takes.
+	relay := outbox.NewRelay(outbox.NewPublisher(client, prop), log, cfg.OutboxRelayInterval,
+		max(2*time.Second, 2*cfg.OutboxRelayInterval))
+	endpoints := mongo.NewRepository(store, relay, cfg.EndpointCacheTTL)
+	eventStore := mongo.NewEvents(store)
+	deliveries := mongo.NewDeliveries(store)
 	if err := endpoints.EnsureIndexes(ctx); err != nil {
 		return fail(err)
 	}
@@ -78,19 +87,12 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 			"allow_private", cfg.AllowPrivate, "tls_insecure", cfg.TLSInsecure)
 	}
 
-	// Outbox: the fast path publishes right after each write; the relay catches what it missed
-	// once it has waited longer than a fast path takes.
-	relay := outbox.NewRelay(outbox.NewPublisher(client, prop), log, cfg.OutboxRelayInterval,
-		max(2*time.Second, 2*cfg.OutboxRelayInterval), endpoints.OutboxStore())
-	endpoints.CompactWith(relay.Published())
-
 	svc := app.New(app.Deps{
 		Endpoints:  endpoints,
 		Events:     eventStore,
 		Deliveries: deliveries,
 		Scheduler:  asynqadapter.NewScheduler(client, prop, cfg.Timeout),
 		Sender:     webhookhttp.New(webhookhttp.Config{Timeout: cfg.Timeout, AllowPrivate: cfg.AllowPrivate, TLSInsecure: cfg.TLSInsecure}),
-		Publisher:  mongo.FastPath{Relay: relay, Repo: endpoints},
 		Clock:      app.ClockFunc(time.Now),
 		IDs:        ids.NewGenerator(nil),
 		Log:        log,

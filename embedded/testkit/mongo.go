@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
@@ -124,18 +123,4 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b) // never fails since Go 1.24 (it crashes the program instead)
 	return hex.EncodeToString(b)
-}
-
-// AtomicConditionalWrites reports whether db's server applies a conditional write atomically, as
-// MongoDB does. FerretDB v1 (the embedded store, or one behind MONGODB_URI) evaluates the filter
-// between its read and its write, so tests of cross-process races only mean something where
-// this is true. FerretDB names itself in buildInfo.
-func AtomicConditionalWrites(t testing.TB, db *mongo.Database) bool {
-	t.Helper()
-	var info bson.M
-	if err := db.RunCommand(context.Background(), bson.D{{Key: "buildInfo", Value: 1}}).Decode(&info); err != nil {
-		t.Fatalf("buildInfo: %v", err)
-	}
-	_, ferret := info["ferretdbVersion"]
-	return !ferret
 }

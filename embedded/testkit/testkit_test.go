@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -258,13 +257,4 @@ func TestMongoOddTestName(t *testing.T) {
 			t.Fatalf("insert: %v", err)
 		}
 	})
-}
-
-func TestEmbeddedStoreIsNotAtomic(t *testing.T) {
-	if os.Getenv("MONGODB_URI") != "" {
-		t.Skip("MONGODB_URI may be a real MongoDB")
-	}
-	if testkit.AtomicConditionalWrites(t, testkit.MongoDatabase(t)) {
-		t.Fatal("the embedded FerretDB was not recognised")
-	}
 }

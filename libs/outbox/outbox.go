@@ -1,8 +1,10 @@
-// Package outbox makes event publishing crash- and outage-proof. A service writes the events of
-// a change into the changed aggregate's own document (its `outbox` array) in the same
-// single-document write as the change, publishes them to the `events` queue right after, and
-// clears them. A Relay publishes whatever that fast path missed (a crash between write and
-// publish, Redis down): events are delayed, never lost. See docs/events.md.
+// Package outbox makes event publishing crash- and outage-proof. The events of a change are
+// written into the changed aggregate's own document (its outbox, kept by libs/docstore) in the
+// same single-document write as the change, published to the `events` queue right after (the
+// fast path, Relay.Dispatch) and then cleared. A Relay publishes whatever that fast path missed
+// (a crash between write and publish, Redis down): events are delayed, never lost. This
+// package is the queue's side; it knows nothing of how a store keeps its outboxes. See
+// docs/events.md.
 package outbox
 
 import (
@@ -11,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -76,7 +79,7 @@ type Batch struct {
 	Docs        []Doc
 }
 
-// Store is where a service keeps pending events.
+// Store is where a service keeps pending events: the outboxes of one collection's aggregates.
 type Store interface {
 	// Pending returns aggregates whose outbox has held events since before the cutoff.
 	Pending(ctx context.Context, before time.Time, limit int) ([]Batch, error)
@@ -127,47 +130,50 @@ type Relay struct {
 	log      *slog.Logger
 	interval time.Duration
 	grace    time.Duration
-	stores   []Store
 	now      func() time.Time
 	inflight sync.WaitGroup
-	// published is what this relay published, for Compact and for skipping a second publish.
+	// published is what this relay published, for compaction and for skipping a second publish.
 	published *Published
+
+	mu     sync.Mutex
+	stores []Store
 }
 
-// NewRelay returns a relay over stores. Every interval it publishes events that have waited in
-// an outbox longer than grace (younger ones are the fast path's).
-func NewRelay(pub *Publisher, log *slog.Logger, interval, grace time.Duration, stores ...Store) *Relay {
-	return &Relay{pub: pub, log: log, interval: interval, grace: grace, stores: stores, now: time.Now, published: NewPublished()}
+// NewRelay returns a relay. Every interval it publishes the events that have waited in the
+// outboxes of its stores (Add) longer than grace: younger ones are the fast path's.
+func NewRelay(pub *Publisher, log *slog.Logger, interval, grace time.Duration) *Relay {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Relay{pub: pub, log: log, interval: interval, grace: grace, now: time.Now, published: NewPublished()}
 }
 
-// Published is the set of events this relay has published; repositories pass it to Compact in
-// their writes, so an aggregate's next write clears what the fast path published.
+// Add makes the relay sweep s.
+func (r *Relay) Add(s Store) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stores = append(r.stores, s)
+}
+
+// Entry returns the outbox entry of e raised under ctx, with the trace context the publisher
+// propagates.
+func (r *Relay) Entry(ctx context.Context, e events.Event) Doc { return ToDoc(ctx, r.pub.prop, e) }
+
+// Published is the set of events this relay has published. Stores drop them from an
+// aggregate's outbox in its next write, so a busy aggregate is cleared by the writes it gets
+// anyway, and the relay clears such entries without publishing them again.
 func (r *Relay) Published() *Published { return r.published }
-
-// TryClearer is a Store whose Clear can give way: TryClear clears only if it can do so without
-// waiting for a writer of the aggregate, and reports whether it did. A writer that holds the
-// aggregate compacts its outbox itself (Published.Compact), and the relay clears what is left.
-type TryClearer interface {
-	TryClear(ctx context.Context, aggregateID string, docs []Doc) (bool, error)
-}
-
-// ClearDeferrer is a Store that may rather not be cleared by the fast path: when DefersClear
-// is true, published events stay in the outbox until the aggregate's next write drops them
-// (Published.Compact) or the relay clears them after its grace period, without publishing
-// them again. Only a store that one process owns may defer: another process's relay would
-// publish the entries a second time.
-type ClearDeferrer interface {
-	DefersClear(ctx context.Context) bool
-}
 
 // fastPathTimeout bounds a fast-path publish: with Redis unreachable it gives up and leaves the
 // events to the relay instead of holding a goroutine for the client's whole retry budget.
 const fastPathTimeout = 2 * time.Second
 
-// Dispatch publishes the events just written to an aggregate and clears them, in the
-// background so the API response does not wait on Redis. Whatever fails is logged and left in
-// the outbox for the relay. ctx is the request's: its trace is kept, its cancellation is not.
-func (r *Relay) Dispatch(ctx context.Context, store Store, aggregateID string, docs []Doc) {
+// Dispatch publishes events just written to an aggregate's outbox, in the background so the
+// API response does not wait on Redis, then runs clear (when not nil) to remove them from the
+// outbox; a store that leaves that to the aggregate's next write and the relay's sweep passes
+// nil. Whatever fails is logged and left to the relay. ctx is the request's: its trace is kept,
+// its cancellation is not.
+func (r *Relay) Dispatch(ctx context.Context, docs []Doc, clear func(context.Context) error) {
 	if len(docs) == 0 {
 		return
 	}
@@ -178,34 +184,20 @@ func (r *Relay) Dispatch(ctx context.Context, store Store, aggregateID string, d
 		ctx, cancel := context.WithTimeout(ctx, fastPathTimeout)
 		defer cancel()
 		if err := r.publish(ctx, docs); err != nil {
-			r.log.WarnContext(ctx, "event publish deferred to the outbox relay", "aggregate", aggregateID, "error", err.Error())
+			r.log.WarnContext(ctx, "event publish deferred to the outbox relay", "event", docs[0].ID, "error", err.Error())
 			return
 		}
-		if d, ok := store.(ClearDeferrer); ok && d.DefersClear(ctx) {
+		if clear == nil {
 			return
 		}
-		// A busy aggregate is not waited for: its next write drops the published entries
-		// (Compact), and the relay clears whatever is still there after its grace period.
-		var err error
-		if tc, ok := store.(TryClearer); ok {
-			// Waits between attempts on an aggregate that is being written: long enough for a
-			// write or two to finish, short enough that a busy aggregate is left to compact
-			// itself rather than queue a clear behind its writers.
-			for _, pause := range []time.Duration{5 * time.Millisecond, 25 * time.Millisecond, 100 * time.Millisecond, 0} {
-				if cleared, terr := tc.TryClear(ctx, aggregateID, docs); cleared || terr != nil {
-					err = terr
-					break
-				}
-				time.Sleep(pause)
-			}
-		} else {
-			err = store.Clear(ctx, aggregateID, docs)
-		}
-		if err != nil {
-			r.log.WarnContext(ctx, "outbox clear deferred to the relay (the events are published)", "aggregate", aggregateID, "error", err.Error())
+		if err := clear(ctx); err != nil {
+			r.log.WarnContext(ctx, "outbox clear deferred to the relay (the events are published)", "event", docs[0].ID, "error", err.Error())
 		}
 	}()
 }
+
+// Wait returns once the fast-path dispatches started so far have finished.
+func (r *Relay) Wait() { r.inflight.Wait() }
 
 // publish publishes docs and remembers them as published.
 func (r *Relay) publish(ctx context.Context, docs []Doc) error {
@@ -268,9 +260,13 @@ func (r *Relay) Sweep(ctx context.Context) int { return r.sweep(ctx) }
 func (r *Relay) sweep(ctx context.Context) int {
 	published := 0
 	cutoff := r.now().Add(-r.grace)
-	for _, s := range r.stores {
-		// Page after page while pages come back full (a store that defers its clears leaves
-		// every aggregate written once to the relay), up to a bound per pass.
+	r.mu.Lock()
+	stores := slices.Clone(r.stores)
+	r.mu.Unlock()
+	for _, s := range stores {
+		// Page after page while pages come back full (a store that leaves the fast path's
+		// clears to the relay has every aggregate written once in its outbox), up to a bound
+		// per pass.
 		for range sweepPages {
 			batches, err := s.Pending(ctx, cutoff, sweepPageSize)
 			if err != nil {

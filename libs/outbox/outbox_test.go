@@ -4,13 +4,13 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/hibiken/asynq"
-	"go.mongodb.org/mongo-driver/v2/bson"
-	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
@@ -19,15 +19,64 @@ import (
 	"rentalplatform/libs/events"
 	"rentalplatform/libs/identity"
 	"rentalplatform/libs/ids"
-	"rentalplatform/libs/mongox"
 )
 
-type aggregate struct {
-	ID          string     `bson:"_id"`
-	State       string     `bson:"state"`
-	Deleted     bool       `bson:"deleted,omitempty"`
-	Outbox      []Doc      `bson:"outbox,omitempty"`
-	OutboxSince *time.Time `bson:"outbox_since,omitempty"`
+// memStore is an in-memory Store: the relay's side is tested here, against the contract; the
+// stores themselves (libs/docstore) are tested on the real store.
+type memStore struct {
+	mu    sync.Mutex
+	boxes map[string]*memBox
+}
+
+type memBox struct {
+	docs  []Doc
+	since time.Time
+}
+
+func newMemStore() *memStore { return &memStore{boxes: map[string]*memBox{}} }
+
+func (s *memStore) put(id string, since time.Time, docs ...Doc) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.boxes[id] = &memBox{docs: slices.Clone(docs), since: since}
+}
+
+func (s *memStore) Pending(_ context.Context, before time.Time, limit int) ([]Batch, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Batch
+	for _, id := range slices.Sorted(maps.Keys(s.boxes)) {
+		if b := s.boxes[id]; !b.since.After(before) && len(out) < limit {
+			out = append(out, Batch{AggregateID: id, Docs: slices.Clone(b.docs)})
+		}
+	}
+	return out, nil
+}
+
+func (s *memStore) Clear(_ context.Context, id string, docs []Doc) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, ok := s.boxes[id]
+	if !ok {
+		return nil
+	}
+	b.docs = slices.DeleteFunc(b.docs, func(d Doc) bool {
+		return slices.ContainsFunc(docs, func(c Doc) bool { return c.ID == d.ID })
+	})
+	if len(b.docs) == 0 {
+		delete(s.boxes, id)
+	}
+	return nil
+}
+
+func (s *memStore) pending() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, b := range s.boxes {
+		n += len(b.docs)
+	}
+	return n
 }
 
 var prop = propagation.TraceContext{}
@@ -42,13 +91,8 @@ func newDoc(t *testing.T, ctx context.Context, gen *ids.Generator, typ string) D
 	return ToDoc(ctx, prop, e)
 }
 
-func setup(t *testing.T) (*mongo.Collection, MongoStore, *asynq.Client, *asynq.Inspector) {
+func setup(t *testing.T) (*memStore, *asynq.Client, *asynq.Inspector) {
 	t.Helper()
-	coll := testkit.MongoDatabase(t).Collection("aggregates")
-	store := MongoStore{Coll: coll, Tombstone: "deleted", Server: mongox.NewServer(coll.Database())}
-	if err := store.EnsureIndexes(context.Background()); err != nil {
-		t.Fatal(err)
-	}
 	opt, err := asynqx.RedisOpt(testkit.Redis(t))
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +100,13 @@ func setup(t *testing.T) (*mongo.Collection, MongoStore, *asynq.Client, *asynq.I
 	client := asynq.NewClient(opt)
 	insp := asynq.NewInspector(opt)
 	t.Cleanup(func() { client.Close(); insp.Close() })
-	return coll, store, client, insp
+	return newMemStore(), client, insp
+}
+
+func newRelay(client Enqueuer, grace time.Duration, store Store) *Relay {
+	r := NewRelay(NewPublisher(client, prop), slog.New(slog.NewTextHandler(io.Discard, nil)), time.Hour, grace)
+	r.Add(store)
+	return r
 }
 
 func queued(t *testing.T, insp *asynq.Inspector) map[string]*asynq.TaskInfo {
@@ -72,54 +122,8 @@ func queued(t *testing.T, insp *asynq.Inspector) map[string]*asynq.TaskInfo {
 	return out
 }
 
-func TestClearKeepsEventsAppendedMeanwhile(t *testing.T) {
-	coll, store, _, _ := setup(t)
-	ctx := context.Background()
-	gen := ids.NewGenerator(nil)
-	d1, d2 := newDoc(t, ctx, gen, "a.b"), newDoc(t, ctx, gen, "a.c")
-	long := time.Now().Add(-time.Minute)
-	if _, err := coll.InsertOne(ctx, aggregate{ID: "agg1", Outbox: []Doc{d1, d2}, OutboxSince: &long}); err != nil {
-		t.Fatal(err)
-	}
-	if err := store.Clear(ctx, "agg1", []Doc{d1}); err != nil {
-		t.Fatal(err)
-	}
-	var got aggregate
-	_ = coll.FindOne(ctx, bson.D{{Key: "_id", Value: "agg1"}}).Decode(&got)
-	if len(got.Outbox) != 1 || got.Outbox[0].ID != d2.ID || got.OutboxSince == nil {
-		t.Fatalf("after clearing one of two: %+v", got)
-	}
-	if err := store.Clear(ctx, "agg1", []Doc{d2}); err != nil {
-		t.Fatal(err)
-	}
-	got = aggregate{}
-	_ = coll.FindOne(ctx, bson.D{{Key: "_id", Value: "agg1"}}).Decode(&got)
-	if len(got.Outbox) != 0 || got.OutboxSince != nil {
-		t.Fatalf("after clearing all: %+v", got)
-	}
-	if b, _ := store.Pending(ctx, time.Now(), 10); len(b) != 0 {
-		t.Fatalf("still pending: %+v", b)
-	}
-}
-
-func TestTombstoneRemovedWhenItsEventsAreOut(t *testing.T) {
-	coll, store, _, _ := setup(t)
-	ctx := context.Background()
-	d := newDoc(t, ctx, ids.NewGenerator(nil), "a.deleted")
-	now := time.Now()
-	if _, err := coll.InsertOne(ctx, aggregate{ID: "gone", Deleted: true, Outbox: []Doc{d}, OutboxSince: &now}); err != nil {
-		t.Fatal(err)
-	}
-	if err := store.Clear(ctx, "gone", []Doc{d}); err != nil {
-		t.Fatal(err)
-	}
-	if n, _ := coll.CountDocuments(ctx, bson.D{{Key: "_id", Value: "gone"}}); n != 0 {
-		t.Fatal("tombstone not removed")
-	}
-}
-
 func TestRelayPublishesWhatTheFastPathMissed(t *testing.T) {
-	coll, store, client, insp := setup(t)
+	store, client, insp := setup(t)
 	tp := sdktrace.NewTracerProvider()
 	ctx, span := tp.Tracer("t").Start(context.Background(), "request")
 	gen := ids.NewGenerator(nil)
@@ -127,12 +131,9 @@ func TestRelayPublishesWhatTheFastPathMissed(t *testing.T) {
 	oldDocs := []Doc{newDoc(t, ctx, gen, "a.b"), newDoc(t, ctx, gen, "a.c")}
 	youngDoc := newDoc(t, ctx, gen, "a.d")
 	span.End()
-	for _, a := range []aggregate{{ID: "old", Outbox: oldDocs, OutboxSince: &old}, {ID: "young", Outbox: []Doc{youngDoc}, OutboxSince: &young}} {
-		if _, err := coll.InsertOne(context.Background(), a); err != nil {
-			t.Fatal(err)
-		}
-	}
-	relay := NewRelay(NewPublisher(client, prop), slog.New(slog.NewTextHandler(io.Discard, nil)), time.Hour, 5*time.Second, store)
+	store.put("old", old, oldDocs...)
+	store.put("young", young, youngDoc)
+	relay := newRelay(client, 5*time.Second, store)
 	if n := relay.Sweep(context.Background()); n != 2 {
 		t.Fatalf("published %d, want the 2 older than the grace period", n)
 	}
@@ -170,93 +171,68 @@ func traceID(traceparent string) string {
 }
 
 func TestDispatchWithRedisDownLeavesEventsForTheRelay(t *testing.T) {
-	coll, store, client, insp := setup(t)
+	store, client, insp := setup(t)
 	ctx := context.Background()
 	d := newDoc(t, ctx, ids.NewGenerator(nil), "a.b")
-	now := time.Now()
-	if _, err := coll.InsertOne(ctx, aggregate{ID: "agg", Outbox: []Doc{d}, OutboxSince: &now}); err != nil {
-		t.Fatal(err)
-	}
+	store.put("agg", time.Now(), d)
 	down := asynq.NewClient(asynq.RedisClientOpt{Addr: "127.0.0.1:1", DialTimeout: 100 * time.Millisecond})
 	defer down.Close()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	failing := NewRelay(NewPublisher(down, prop), log, time.Hour, 0, store)
-	failing.Dispatch(ctx, store, "agg", []Doc{d})
-	failing.inflight.Wait()
-	if b, _ := store.Pending(ctx, time.Now(), 10); len(b) != 1 {
-		t.Fatalf("the failed fast path lost the event: pending %+v", b)
+	failing := newRelay(down, 0, store)
+	cleared := false
+	failing.Dispatch(ctx, []Doc{d}, func(context.Context) error { cleared = true; return nil })
+	failing.Wait()
+	if cleared || store.pending() != 1 {
+		t.Fatalf("the failed fast path cleared (%v) or lost the event (%d pending)", cleared, store.pending())
 	}
-	if n := NewRelay(NewPublisher(client, prop), log, time.Hour, 0, store).Sweep(ctx); n != 1 {
+	if n := newRelay(client, 0, store).Sweep(ctx); n != 1 {
 		t.Fatalf("relay published %d after recovery", n)
 	}
 	if _, ok := queued(t, insp)[d.ID]; !ok {
 		t.Fatal("event not queued after recovery")
 	}
-}
-
-func TestAppend(t *testing.T) {
-	t0, t1 := time.Unix(100, 0), time.Unix(200, 0)
-	out, since := Append(nil, nil, t0, Doc{ID: "a"})
-	if len(out) != 1 || !since.Equal(t0) {
-		t.Fatalf("%v %v", out, since)
-	}
-	out, since = Append(out, since, t1, Doc{ID: "b"})
-	if len(out) != 2 || !since.Equal(t0) {
-		t.Fatalf("appending keeps the oldest wait: %v %v", out, since)
-	}
-	out2, since2 := Append(out, since, t1)
-	if len(out2) != 2 || since2 != since {
-		t.Fatal("appending nothing changed something")
+	if store.pending() != 0 {
+		t.Fatal("the relay did not clear what it published")
 	}
 }
 
-// Where the store defers clears (the embedded one), the fast path publishes and leaves the
-// entries; the relay clears them without publishing them again. On MongoDB the fast path
-// clears them itself.
-func TestDeferredClearIsTheRelays(t *testing.T) {
-	coll, store, client, insp := setup(t)
+// A store that leaves the fast path's clears to the relay (no clear function) gets them from
+// the sweep, which does not publish them a second time.
+func TestClearLeftToTheRelay(t *testing.T) {
+	store, client, insp := setup(t)
 	ctx := context.Background()
 	d := newDoc(t, ctx, ids.NewGenerator(nil), "a.b")
-	now := time.Now()
-	if _, err := coll.InsertOne(ctx, aggregate{ID: "deferred", Outbox: []Doc{d}, OutboxSince: &now}); err != nil {
-		t.Fatal(err)
-	}
-	relay := NewRelay(NewPublisher(client, prop), slog.New(slog.NewTextHandler(io.Discard, nil)), time.Hour, 0, store)
-	relay.Dispatch(ctx, store, "deferred", []Doc{d})
-	relay.inflight.Wait()
+	store.put("deferred", time.Now(), d)
+	relay := newRelay(client, 0, store)
+	relay.Dispatch(ctx, []Doc{d}, nil)
+	relay.Wait()
 	if _, ok := queued(t, insp)[d.ID]; !ok {
 		t.Fatal("the fast path did not publish")
 	}
-	pending, err := store.Pending(ctx, time.Now(), 10)
-	if err != nil {
-		t.Fatal(err)
+	if store.pending() != 1 {
+		t.Fatal("the entry was cleared though the store left it to the relay")
 	}
-	if defers := store.DefersClear(ctx); defers != (len(pending) == 1) {
-		t.Fatalf("store defers clears: %v; left in the outbox: %+v", defers, pending)
+	if !relay.Published().Has(d.ID) {
+		t.Fatal("the relay does not remember what the fast path published")
 	}
 	if n := relay.Sweep(ctx); n != 0 {
 		t.Fatalf("the relay published %d events the fast path had published", n)
 	}
-	if pending, _ := store.Pending(ctx, time.Now(), 10); len(pending) != 0 {
-		t.Fatalf("left after the sweep: %+v", pending)
+	if store.pending() != 0 {
+		t.Fatal("left after the sweep")
 	}
 }
 
 // One pass takes more than one page of aggregates.
 func TestSweepReadsPageAfterPage(t *testing.T) {
-	coll, store, client, insp := setup(t)
+	store, client, insp := setup(t)
 	ctx := context.Background()
 	gen := ids.NewGenerator(nil)
 	old := time.Now().Add(-time.Minute)
 	const n = 2*sweepPageSize + 10
-	var aggs []any
 	for i := 0; i < n; i++ {
-		aggs = append(aggs, aggregate{ID: gen.New("agg"), Outbox: []Doc{newDoc(t, ctx, gen, "a.b")}, OutboxSince: &old})
+		store.put(gen.New("agg"), old, newDoc(t, ctx, gen, "a.b"))
 	}
-	if _, err := coll.InsertMany(ctx, aggs); err != nil {
-		t.Fatal(err)
-	}
-	relay := NewRelay(NewPublisher(client, prop), slog.New(slog.NewTextHandler(io.Discard, nil)), time.Hour, time.Second, store)
+	relay := newRelay(client, time.Second, store)
 	if got := relay.Sweep(ctx); got != n {
 		t.Fatalf("one sweep published %d, want %d", got, n)
 	}

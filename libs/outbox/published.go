@@ -1,10 +1,6 @@
 package outbox
 
-import (
-	"time"
-
-	"rentalplatform/libs/fifo"
-)
+import "rentalplatform/libs/fifo"
 
 // publishedSize bounds the ids a Published remembers: far more than the events that wait in
 // outboxes between a publish and the aggregate's next write.
@@ -37,12 +33,11 @@ func (p *Published) Has(id string) bool {
 	return ok
 }
 
-// Compact returns an aggregate's outbox without the events already published, with
-// outbox_since unset when nothing is left. A repository calls it on the outbox it read, before
-// Append, in every write of the aggregate. A nil Published keeps everything.
-func (p *Published) Compact(outbox []Doc, since *time.Time) ([]Doc, *time.Time) {
+// Compact returns an aggregate's outbox without the events already published (nil when
+// nothing is left). A nil Published keeps everything.
+func (p *Published) Compact(outbox []Doc) []Doc {
 	if p == nil || len(outbox) == 0 {
-		return outbox, since
+		return outbox
 	}
 	kept := make([]Doc, 0, len(outbox))
 	for _, d := range outbox {
@@ -51,7 +46,7 @@ func (p *Published) Compact(outbox []Doc, since *time.Time) ([]Doc, *time.Time) 
 		}
 	}
 	if len(kept) == 0 {
-		return nil, nil
+		return nil
 	}
-	return kept, since
+	return kept
 }

@@ -8,7 +8,6 @@ import (
 
 func TestCompactDropsPublishedEntries(t *testing.T) {
 	t.Parallel()
-	since := time.Unix(1000, 0)
 	box := []Doc{{ID: "evt_1"}, {ID: "evt_2"}, {ID: "evt_3"}}
 	ids := func(docs []Doc) []string {
 		var out []string
@@ -21,23 +20,22 @@ func TestCompactDropsPublishedEntries(t *testing.T) {
 		name      string
 		published []string
 		want      []string
-		wantSince bool
 	}{
-		{"nothing published", nil, []string{"evt_1", "evt_2", "evt_3"}, true},
-		{"some published", []string{"evt_1", "evt_3", "evt_9"}, []string{"evt_2"}, true},
-		{"all published: outbox_since unset", []string{"evt_3", "evt_2", "evt_1"}, nil, false},
+		{"nothing published", nil, []string{"evt_1", "evt_2", "evt_3"}},
+		{"some published", []string{"evt_1", "evt_3", "evt_9"}, []string{"evt_2"}},
+		{"all published: nothing left", []string{"evt_3", "evt_2", "evt_1"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := NewPublished()
 			p.Add(tc.published...)
-			got, gotSince := p.Compact(slices.Clone(box), &since)
-			if !slices.Equal(ids(got), tc.want) || (gotSince != nil) != tc.wantSince {
-				t.Fatalf("Compact = %v, since %v; want %v, since set %v", ids(got), gotSince, tc.want, tc.wantSince)
+			got := p.Compact(slices.Clone(box))
+			if !slices.Equal(ids(got), tc.want) {
+				t.Fatalf("Compact = %v; want %v", ids(got), tc.want)
 			}
 		})
 	}
 	var none *Published
-	if got, s := none.Compact(box, &since); len(got) != 3 || s == nil {
+	if got := none.Compact(box); len(got) != 3 {
 		t.Fatal("a nil Published must keep the outbox as it is")
 	}
 }

@@ -4,14 +4,21 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/hibiken/asynq"
+	"go.opentelemetry.io/otel/propagation"
+
 	"rentalplatform/embedded/testkit"
+	"rentalplatform/libs/docstore"
 	"rentalplatform/libs/events"
 	"rentalplatform/libs/ids"
+	"rentalplatform/libs/outbox"
 
 	"rentalplatform/webhooks-svc/internal/adapters/mongo"
 	"rentalplatform/webhooks-svc/internal/app"
@@ -58,15 +65,21 @@ func (f *fakeSender) Send(_ context.Context, r app.Request) domain.Result {
 
 func (f *fakeSender) sends() int { f.mu.Lock(); defer f.mu.Unlock(); return len(f.sent) }
 
-type fakePublisher struct {
+// fakeQueue is the events queue: it records what the outbox relay publishes.
+type fakeQueue struct {
 	mu  sync.Mutex
 	evs []events.Event
 }
 
-func (f *fakePublisher) Dispatch(_ context.Context, _ string, evs []events.Event) {
+func (f *fakeQueue) EnqueueContext(_ context.Context, task *asynq.Task, _ ...asynq.Option) (*asynq.TaskInfo, error) {
+	e, err := events.Unmarshal(task.Payload())
+	if err != nil {
+		return nil, err
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.evs = append(f.evs, evs...)
+	f.evs = append(f.evs, e)
+	return &asynq.TaskInfo{ID: e.ID}, nil
 }
 
 // crashingDeliveries fails at the n-th delivery created, as a crash half-way through a fan-out
@@ -105,7 +118,8 @@ type env struct {
 	svc    *app.Service
 	sched  *fakeScheduler
 	sender *fakeSender
-	pub    *fakePublisher
+	queue  *fakeQueue
+	relay  *outbox.Relay
 	events *mongo.Events
 	delivs *crashingDeliveries
 	gen    *ids.Generator
@@ -117,11 +131,16 @@ func newEnv(t *testing.T) *env { t.Helper(); return newEnvWith(t, nil) }
 // newEnvWith is newEnv with the configuration changed by configure.
 func newEnvWith(t *testing.T, configure func(*app.Config)) *env {
 	t.Helper()
-	db := testkit.MongoDatabase(t)
+	db, err := docstore.Open(t.Context(), testkit.MongoDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	queue := &fakeQueue{}
 	e := &env{
 		sched:  &fakeScheduler{tasks: map[string]time.Time{}},
 		sender: &fakeSender{status: 200},
-		pub:    &fakePublisher{},
+		queue:  queue,
+		relay:  outbox.NewRelay(outbox.NewPublisher(queue, propagation.TraceContext{}), nil, time.Hour, time.Hour),
 		events: mongo.NewEvents(db),
 		delivs: &crashingDeliveries{DeliveryRepository: mongo.NewDeliveries(db)},
 		gen:    ids.NewGenerator(nil),
@@ -137,8 +156,8 @@ func newEnvWith(t *testing.T, configure func(*app.Config)) *env {
 		configure(&cfg)
 	}
 	e.svc = app.New(app.Deps{
-		Endpoints: mongo.NewRepository(db, nil, time.Minute), Events: e.events, Deliveries: e.delivs,
-		Scheduler: e.sched, Sender: e.sender, Publisher: e.pub,
+		Endpoints: mongo.NewRepository(db, e.relay, time.Minute), Events: e.events, Deliveries: e.delivs,
+		Scheduler: e.sched, Sender: e.sender,
 		Clock: app.ClockFunc(time.Now), IDs: e.gen,
 	}, cfg)
 	return e
@@ -271,8 +290,11 @@ func TestEndpointEvents(t *testing.T) {
 	if err := e.svc.Delete(t.Context(), e.caller, ep.ID()); err != nil {
 		t.Fatal(err)
 	}
+	e.relay.Wait()
+	// Each write's events are published on their own goroutine; ids are in creation order.
+	slices.SortFunc(e.queue.evs, func(a, b events.Event) int { return strings.Compare(a.ID, b.ID) })
 	var types []string
-	for _, ev := range e.pub.evs {
+	for _, ev := range e.queue.evs {
 		types = append(types, ev.Type)
 		if *ev.Request.ID != "req_1" || *ev.Request.IdempotencyKey != "key-1" || ev.Account != e.caller.Account {
 			t.Fatalf("event %+v", ev)
@@ -282,7 +304,7 @@ func TestEndpointEvents(t *testing.T) {
 		types[0] != want[0] || types[1] != want[1] || types[2] != want[2] {
 		t.Fatalf("events %v, want %v (an update that changes nothing raises none)", types, want)
 	}
-	if prev := string(e.pub.evs[1].Data.PreviousAttributes); prev != `{"description":""}` {
+	if prev := string(e.queue.evs[1].Data.PreviousAttributes); prev != `{"description":""}` {
 		t.Fatalf("previous_attributes %s", prev)
 	}
 }

@@ -45,6 +45,5 @@ func (s *Service) Create(ctx context.Context, caller Caller, in CreateEndpoint) 
 	if err := s.Endpoints.Create(ctx, e); err != nil {
 		return nil, err
 	}
-	s.publish(ctx, e)
 	return e, nil
 }

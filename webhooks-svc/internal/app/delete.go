@@ -15,14 +15,13 @@ func (s *Service) Delete(ctx context.Context, caller Caller, id string) error {
 	if !validID(id) {
 		return domain.ErrNotFound
 	}
-	e, err := s.Endpoints.Update(ctx, id, caller.Account, caller.Livemode, func(e *domain.Endpoint) error {
+	_, err := s.Endpoints.Update(ctx, id, caller.Account, caller.Livemode, func(e *domain.Endpoint) error {
 		e.Delete()
 		return s.emit(e, eventtype.WebhookEndpointDeleted, &caller, nil)
 	})
 	if err != nil {
 		return err
 	}
-	s.publish(ctx, e)
 	pending, err := s.Deliveries.Pending(ctx, id)
 	if err != nil {
 		s.Log.WarnContext(ctx, "failing the pending deliveries of a deleted endpoint", "endpoint", id, "error", err.Error())

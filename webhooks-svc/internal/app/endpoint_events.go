@@ -2,7 +2,6 @@ package app
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 
@@ -54,11 +53,4 @@ func previous(before, after snapshot) map[string]any {
 		}
 	}
 	return out
-}
-
-// publish sends the events e raised on their way (the outbox fast path).
-func (s *Service) publish(ctx context.Context, e *domain.Endpoint) {
-	if evs := e.NewEvents(); len(evs) > 0 {
-		s.Publisher.Dispatch(ctx, e.ID(), evs)
-	}
 }

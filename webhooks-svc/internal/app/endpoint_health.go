@@ -61,7 +61,6 @@ func (s *Service) noteOutcome(ctx context.Context, ep *domain.Endpoint, o domain
 		s.Log.WarnContext(ctx, "webhook endpoint disabled", "endpoint", e.ID(), "account", e.Account(),
 			"reason", disableReason(o), "status", res.Status)
 	}
-	s.publish(ctx, e)
 	return nil
 }
 

@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	"rentalplatform/libs/events"
-
 	"rentalplatform/webhooks-svc/internal/domain"
 )
 
@@ -31,10 +29,4 @@ type Request struct {
 // failure to connect is a Result without a status.
 type Sender interface {
 	Send(ctx context.Context, r Request) domain.Result
-}
-
-// Publisher publishes the events an endpoint write stored in its outbox, right after the write
-// (the fast path; what it misses the outbox relay publishes later).
-type Publisher interface {
-	Dispatch(ctx context.Context, endpoint string, evs []events.Event)
 }

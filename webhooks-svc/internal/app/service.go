@@ -49,7 +49,6 @@ type Deps struct {
 	Deliveries domain.DeliveryRepository
 	Scheduler  Scheduler
 	Sender     Sender
-	Publisher  Publisher
 	Clock      Clock
 	IDs        *ids.Generator
 	Log        *slog.Logger

@@ -48,7 +48,6 @@ func (s *Service) Update(ctx context.Context, caller Caller, id string, changes 
 	if err != nil {
 		return nil, err
 	}
-	s.publish(ctx, e)
 	if reenabled {
 		s.resume(ctx, e.ID())
 	}

@@ -5,21 +5,16 @@
 // answers from its primary key. The public key_… id has its own unique index; it is used only
 // by the admin API.
 //
-// A key document is written at creation and then only by the admin API: revoke, roll (which
-// sets expires_at) and a rate-limit change. last_used lives in a document of its own
-// (collection api_key_usage, _id = key id), because the embedded store (FerretDB 1.24) applies
-// updates as read-modify-write of the whole document without isolation: a last_used write
-// racing a revoke could otherwise write the pre-revoke document back and silently un-revoke
-// the key. For the same reason the admin writes of one key are serialised in-process (striped
-// locks); on MongoDB each is a single atomic conditional update anyway.
+// A key document is written at creation and then only by the admin API (revoke, roll, a rate
+// limit change), each a versioned update through libs/docstore. last_used lives in a document
+// of its own (collection api_key_usage, _id = key id): it is written on the request path of
+// every replica, and kept apart it never races the admin writes or turns them into conflicts.
 package mongo
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
-	"sync"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -27,6 +22,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"rentalplatform/gateway/internal/domain"
+	"rentalplatform/libs/docstore"
 	"rentalplatform/libs/listing"
 	"rentalplatform/libs/mongox"
 )
@@ -39,47 +35,36 @@ const (
 
 // Keys is the MongoDB domain.KeyRepository.
 type Keys struct {
-	coll  *mongo.Collection
+	keys  *docstore.Collection[keyDoc]
 	usage *mongo.Collection
-	locks [64]sync.Mutex // admin writes of one key id, serialised (see the package comment)
-}
-
-// lock takes the striped lock of key id and returns its unlock.
-func (r *Keys) lock(id string) func() {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(id))
-	m := &r.locks[h.Sum32()%uint32(len(r.locks))]
-	m.Lock()
-	return m.Unlock
 }
 
 var _ domain.KeyRepository = (*Keys)(nil)
 
+// errNoKey is the store's answer for a hash with no key; each method says it in its terms.
+var errNoKey = errors.New("no such key")
+
 // NewKeys returns the repository on db, creating its indexes.
-func NewKeys(ctx context.Context, db *mongo.Database) (*Keys, error) {
-	coll := db.Collection(Collection)
-	// One index per call: the embedded store (FerretDB 1.24) crashes the connection when one
-	// createIndexes command names several indexes that all exist already, which is every
-	// start after the first.
-	for _, m := range []mongo.IndexModel{
-		{Keys: bson.D{{Key: "id", Value: 1}}, Options: options.Index().SetName("id_unique").SetUnique(true)},
+func NewKeys(ctx context.Context, db *docstore.DB) (*Keys, error) {
+	keys := docstore.NewCollection[keyDoc](db, Collection, docstore.Options{NotFound: func(string) error { return errNoKey }})
+	if err := keys.EnsureIndexes(ctx,
+		mongo.IndexModel{Keys: bson.D{{Key: "id", Value: 1}}, Options: options.Index().SetName("id_unique").SetUnique(true)},
 		// Admin lists of one account, newest first.
-		{Keys: bson.D{{Key: "account", Value: 1}, {Key: "id", Value: -1}}, Options: options.Index().SetName("account_id")},
-	} {
-		if err := mongox.EnsureIndexes(ctx, coll, m); err != nil {
-			return nil, err
-		}
+		mongo.IndexModel{Keys: bson.D{{Key: "account", Value: 1}, {Key: "id", Value: -1}}, Options: options.Index().SetName("account_id")},
+	); err != nil {
+		return nil, err
 	}
-	return &Keys{coll: coll, usage: db.Collection(UsageCollection)}, nil
+	return &Keys{keys: keys, usage: db.Database().Collection(UsageCollection)}, nil
 }
 
+// keyDoc is a stored key; its _id (Meta.ID) is the hash of its secret.
 type keyDoc struct {
-	Hash      string     `bson:"_id"`
-	ID        string     `bson:"id"`
-	Account   string     `bson:"account"`
-	Livemode  bool       `bson:"livemode"`
-	Created   time.Time  `bson:"created"`
-	RevokedAt *time.Time `bson:"revoked_at"`
+	docstore.Meta `bson:",inline"`
+	ID            string     `bson:"id"`
+	Account       string     `bson:"account"`
+	Livemode      bool       `bson:"livemode"`
+	Created       time.Time  `bson:"created"`
+	RevokedAt     *time.Time `bson:"revoked_at"`
 	// Fields added with restricted keys, rolling and per-key limits; absent in older
 	// documents, which are secret keys without expiry or limit of their own.
 	Type        string            `bson:"type,omitempty"`
@@ -95,14 +80,14 @@ type usageDoc struct {
 
 func toDoc(k domain.Key) keyDoc {
 	d := keyDoc{
-		Hash:      k.Hash().String(),
+		Meta:      docstore.Meta{ID: k.Hash().String()},
 		ID:        k.ID(),
 		Account:   k.Account(),
 		Livemode:  k.Livemode(),
 		Created:   k.Created().UTC(),
-		RevokedAt: optTime(k.RevokedAt()),
+		RevokedAt: docstore.TimePtr(k.RevokedAt()),
 		Type:      string(k.Type()),
-		ExpiresAt: optTime(k.ExpiresAt()),
+		ExpiresAt: docstore.TimePtr(k.ExpiresAt()),
 		RateLimit: rateOf(k),
 	}
 	if k.Type() == domain.KeyRestricted {
@@ -122,47 +107,36 @@ func rateOf(k domain.Key) *int {
 }
 
 func (d keyDoc) toDomain(lastUsed time.Time) (domain.Key, error) {
-	h, err := domain.ParseHash(d.Hash)
+	h, err := domain.ParseHash(d.Meta.ID)
 	if err != nil {
 		return domain.Key{}, fmt.Errorf("key %s: %w", d.ID, err)
 	}
 	return domain.RehydrateKey(domain.KeyState{
 		ID: d.ID, Account: d.Account, Livemode: d.Livemode, Type: domain.KeyType(d.Type), Hash: h,
 		Permissions: d.Permissions, RateLimit: d.RateLimit,
-		Created: d.Created, LastUsed: lastUsed, ExpiresAt: timeOf(d.ExpiresAt), RevokedAt: timeOf(d.RevokedAt),
+		Created: d.Created, LastUsed: lastUsed, ExpiresAt: docstore.TimeOf(d.ExpiresAt), RevokedAt: docstore.TimeOf(d.RevokedAt),
 	}), nil
-}
-
-func optTime(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	t = t.UTC()
-	return &t
-}
-
-func timeOf(t *time.Time) time.Time {
-	if t == nil {
-		return time.Time{}
-	}
-	return *t
 }
 
 // Create implements domain.KeyRepository.
 func (r *Keys) Create(ctx context.Context, k domain.Key) error {
-	if _, err := r.coll.InsertOne(ctx, toDoc(k)); err != nil {
-		if mongox.IsDuplicateKey(err) {
-			return domain.ErrKeyExists
-		}
+	created, err := r.keys.Insert(ctx, toDoc(k))
+	if err != nil {
 		return fmt.Errorf("insert key %s: %w", k.ID(), err)
+	}
+	if !created {
+		return domain.ErrKeyExists
 	}
 	return nil
 }
 
-// ByHash implements domain.KeyRepository. The filter is exactly {_id: …} on purpose (see the
-// package comment), and it is the only query: unknown and known keys cost the same.
+// ByHash implements domain.KeyRepository: a read by _id, and the only query, so unknown and
+// known keys cost the same.
 func (r *Keys) ByHash(ctx context.Context, h domain.Hash) (domain.Key, error) {
-	d, err := r.findOne(ctx, bson.D{{Key: "_id", Value: h.String()}}, "")
+	d, err := r.keys.Get(ctx, h.String())
+	if errors.Is(err, errNoKey) {
+		return domain.Key{}, domain.KeyNotFound("")
+	}
 	if err != nil {
 		return domain.Key{}, err
 	}
@@ -171,22 +145,35 @@ func (r *Keys) ByHash(ctx context.Context, h domain.Hash) (domain.Key, error) {
 
 // ByID implements domain.KeyRepository.
 func (r *Keys) ByID(ctx context.Context, id string) (domain.Key, error) {
-	d, err := r.findOne(ctx, bson.D{{Key: "id", Value: id}}, id)
+	d, err := r.byID(ctx, id)
 	if err != nil {
 		return domain.Key{}, err
 	}
 	return r.withUsage(ctx, d)
 }
 
-func (r *Keys) findOne(ctx context.Context, filter bson.D, id string) (keyDoc, error) {
-	var d keyDoc
-	if err := r.coll.FindOne(ctx, filter).Decode(&d); err != nil {
-		if errors.Is(err, mongo.ErrNoDocuments) {
-			return keyDoc{}, domain.KeyNotFound(id)
-		}
-		return keyDoc{}, fmt.Errorf("find key: %w", err)
+func (r *Keys) byID(ctx context.Context, id string) (keyDoc, error) {
+	d, found, err := r.keys.FindOne(ctx, bson.D{{Key: "id", Value: id}})
+	switch {
+	case err != nil:
+		return keyDoc{}, fmt.Errorf("find key %s: %w", id, err)
+	case !found:
+		return keyDoc{}, domain.KeyNotFound(id)
 	}
 	return d, nil
+}
+
+// update applies fn to the key with this public id (its _id is the hash, which never changes).
+func (r *Keys) update(ctx context.Context, id string, fn func(*keyDoc) error) (keyDoc, error) {
+	d, err := r.byID(ctx, id)
+	if err != nil {
+		return keyDoc{}, err
+	}
+	d, err = r.keys.Update(ctx, d.Meta.ID, fn)
+	if errors.Is(err, errNoKey) {
+		return keyDoc{}, domain.KeyNotFound(id)
+	}
+	return d, err
 }
 
 // withUsage adds last_used to one key.
@@ -199,34 +186,19 @@ func (r *Keys) withUsage(ctx context.Context, d keyDoc) (domain.Key, error) {
 	return d.toDomain(u.LastUsed)
 }
 
-// Revoke implements domain.KeyRepository. Revocation is one-way, so a conditional $set is
-// enough to make concurrent revokes agree on the first revocation time without reading first.
+// Revoke implements domain.KeyRepository. Revocation is one-way: concurrent revokes agree on
+// the first revocation time.
 func (r *Keys) Revoke(ctx context.Context, id string, at time.Time) (domain.Key, error) {
-	defer r.lock(id)()
-	d, found, err := r.setReturning(ctx,
-		bson.D{{Key: "id", Value: id}, {Key: "revoked_at", Value: nil}},
-		bson.D{{Key: "revoked_at", Value: at.UTC()}})
-	switch {
-	case err != nil:
+	d, err := r.update(ctx, id, func(d *keyDoc) error {
+		if d.RevokedAt == nil {
+			d.RevokedAt = docstore.TimePtr(at)
+		}
+		return nil
+	})
+	if err != nil {
 		return domain.Key{}, fmt.Errorf("revoke key %s: %w", id, err)
-	case !found:
-		// Either there is no such key or it was already revoked; ByID tells which.
-		return r.ByID(ctx, id)
 	}
 	return r.withUsage(ctx, d)
-}
-
-// setReturning $sets fields of the key matching filter and returns the key as stored after;
-// found is false when no key matched.
-func (r *Keys) setReturning(ctx context.Context, filter, fields bson.D) (keyDoc, bool, error) {
-	var d keyDoc
-	err := r.coll.FindOneAndUpdate(ctx, filter, bson.D{{Key: "$set", Value: fields}},
-		options.FindOneAndUpdate().SetReturnDocument(options.After),
-	).Decode(&d)
-	if errors.Is(err, mongo.ErrNoDocuments) {
-		return keyDoc{}, false, nil
-	}
-	return d, err == nil, err
 }
 
 // Roll implements domain.KeyRepository. The successor is inserted first and the old key's
@@ -234,42 +206,45 @@ func (r *Keys) setReturning(ctx context.Context, filter, fields bson.D) (keyDoc,
 // that condition fails the successor is deleted again. So a crash in between leaves at most a
 // successor whose secret nobody ever received, never an old key expiring without successor.
 func (r *Keys) Roll(ctx context.Context, old, next domain.Key) error {
-	defer r.lock(old.ID())()
 	if err := r.Create(ctx, next); err != nil {
 		return err
 	}
-	res, err := r.coll.UpdateOne(ctx,
-		bson.D{{Key: "id", Value: old.ID()}, {Key: "revoked_at", Value: nil}, {Key: "expires_at", Value: nil}},
-		bson.D{{Key: "$set", Value: bson.D{{Key: "expires_at", Value: old.ExpiresAt().UTC()}}}},
-	)
-	if err == nil && res.MatchedCount == 1 {
+	_, err := r.update(ctx, old.ID(), func(d *keyDoc) error {
+		if d.RevokedAt != nil || d.ExpiresAt != nil {
+			return domain.KeyNotRollable(old.ID())
+		}
+		d.ExpiresAt = docstore.TimePtr(old.ExpiresAt())
 		return nil
+	})
+	if err == nil {
+		return nil
+	}
+	if domain.KindOf(err) == domain.KindNotFound {
+		err = domain.KeyNotRollable(old.ID())
 	}
 	// Undo with a budget of its own: ctx may be what just failed.
 	undo, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if _, derr := r.coll.DeleteOne(undo, bson.D{{Key: "_id", Value: next.Hash().String()}}); derr != nil {
+	if derr := r.keys.Delete(undo, next.Hash().String()); derr != nil {
 		return errors.Join(fmt.Errorf("roll key %s: removing the unused successor %s: %w", old.ID(), next.ID(), derr), err)
 	}
-	if err != nil {
-		return fmt.Errorf("roll key %s: %w", old.ID(), err)
+	if domain.KindOf(err) != 0 {
+		return err
 	}
-	return domain.KeyNotRollable(old.ID())
+	return fmt.Errorf("roll key %s: %w", old.ID(), err)
 }
 
 // SetRateLimit implements domain.KeyRepository.
 func (r *Keys) SetRateLimit(ctx context.Context, id string, rl *domain.RateLimit) (domain.Key, error) {
-	defer r.lock(id)()
-	var v any // BSON null removes the override
-	if rl != nil {
-		v = rl.PerSecond
-	}
-	d, found, err := r.setReturning(ctx, bson.D{{Key: "id", Value: id}}, bson.D{{Key: "rate_limit", Value: v}})
-	switch {
-	case err != nil:
+	d, err := r.update(ctx, id, func(d *keyDoc) error {
+		d.RateLimit = nil // removes the override
+		if rl != nil {
+			d.RateLimit = &rl.PerSecond
+		}
+		return nil
+	})
+	if err != nil {
 		return domain.Key{}, fmt.Errorf("set rate limit of key %s: %w", id, err)
-	case !found:
-		return domain.Key{}, domain.KeyNotFound(id)
 	}
 	return r.withUsage(ctx, d)
 }
@@ -316,7 +291,7 @@ func (r *Keys) List(ctx context.Context, account string, p listing.Params) ([]do
 		filter = append(filter, bson.E{Key: "created", Value: created})
 		p.CreatedGTE, p.CreatedLTE = nil, nil
 	}
-	docs, more, err := mongox.FindPageOn[keyDoc](ctx, r.coll, "id", filter, p)
+	docs, more, err := r.keys.PageOn(ctx, "id", filter, p)
 	if err != nil {
 		return nil, false, fmt.Errorf("list keys: %w", err)
 	}

@@ -11,14 +11,25 @@ import (
 	"rentalplatform/embedded/testkit"
 	keystore "rentalplatform/gateway/internal/adapters/mongo"
 	"rentalplatform/gateway/internal/domain"
+	"rentalplatform/libs/docstore"
 	"rentalplatform/libs/ids"
 	"rentalplatform/libs/listing"
 )
 
+// openStore opens a test database (the embedded store unless MONGODB_URI is set).
+func openStore(t *testing.T) *docstore.DB {
+	t.Helper()
+	db, err := docstore.Open(t.Context(), testkit.MongoDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
 // TestKeysContract runs the KeyRepository contract against MongoDB (the embedded store
 // unless MONGODB_URI is set).
 func TestKeysContract(t *testing.T) {
-	db := testkit.MongoDatabase(t)
+	db := openStore(t)
 	repo, err := keystore.NewKeys(t.Context(), db)
 	if err != nil {
 		t.Fatal(err)
@@ -440,7 +451,7 @@ func runContract(t *testing.T, repo domain.KeyRepository) {
 // The authentication lookup must stay a filter on _id alone (see the package comment); this
 // pins the stored _id to the hash so a refactor cannot quietly move it.
 func TestKeyDocumentIsKeyedBySecretHash(t *testing.T) {
-	db := testkit.MongoDatabase(t)
+	db := openStore(t)
 	repo, err := keystore.NewKeys(t.Context(), db)
 	if err != nil {
 		t.Fatal(err)
@@ -456,7 +467,7 @@ func TestKeyDocumentIsKeyedBySecretHash(t *testing.T) {
 	var doc map[string]any
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	if err := db.Collection(keystore.Collection).FindOne(ctx, map[string]any{"id": k.ID()}).Decode(&doc); err != nil {
+	if err := db.Database().Collection(keystore.Collection).FindOne(ctx, map[string]any{"id": k.ID()}).Decode(&doc); err != nil {
 		t.Fatal(err)
 	}
 	if doc["_id"] != domain.HashSecret(secret).String() {

@@ -9,8 +9,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"rentalplatform/libs/docstore"
 	"rentalplatform/libs/listing"
-	"rentalplatform/libs/mongox"
 
 	"rentalplatform/webhooks-svc/internal/domain"
 )
@@ -20,16 +20,18 @@ const DeliveriesCollection = "webhook_deliveries"
 
 // Deliveries implements domain.DeliveryRepository.
 type Deliveries struct {
-	coll *mongo.Collection
-	docs *docStore[deliveryDoc]
+	docs *docstore.Collection[deliveryDoc]
 }
 
 var _ domain.DeliveryRepository = (*Deliveries)(nil)
 
-// NewDeliveries returns the delivery store over db.
-func NewDeliveries(db *mongo.Database) *Deliveries {
-	coll := db.Collection(DeliveriesCollection)
-	return &Deliveries{coll: coll, docs: newDocStore(coll, domain.ErrDeliveryNotFound, func(d deliveryDoc) int64 { return d.Version })}
+// NewDeliveries returns the delivery store of db.
+func NewDeliveries(db *docstore.DB) *Deliveries {
+	return &Deliveries{docs: docstore.NewCollection[deliveryDoc](db, DeliveriesCollection, docstore.Options{
+		NotFound: func(string) error { return domain.ErrDeliveryNotFound },
+		Conflict: domain.ErrConflict,
+		Cache:    docCacheSize,
+	})}
 }
 
 // EnsureIndexes declares the unique (event, endpoint) index that keeps a redelivered event from
@@ -41,7 +43,7 @@ func (r *Deliveries) EnsureIndexes(ctx context.Context, retention time.Duration)
 	}
 	unique := idx("event_endpoint", bson.D{{Key: "event", Value: 1}, {Key: "endpoint", Value: 1}})
 	unique.Options.SetUnique(true)
-	if err := mongox.EnsureIndexes(ctx, r.coll,
+	if err := r.docs.EnsureIndexes(ctx,
 		unique,
 		idx("account_livemode_event_id", bson.D{{Key: "account", Value: 1}, {Key: "livemode", Value: 1}, {Key: "event", Value: 1}, {Key: "_id", Value: -1}}),
 		idx("account_livemode_endpoint_id", bson.D{{Key: "account", Value: 1}, {Key: "livemode", Value: 1}, {Key: "endpoint", Value: 1}, {Key: "_id", Value: -1}}),
@@ -51,13 +53,13 @@ func (r *Deliveries) EnsureIndexes(ctx context.Context, retention time.Duration)
 	); err != nil {
 		return false, err
 	}
-	return ensureTTL(ctx, r.coll, "event_created_at_ttl", "event_created_at", retention)
+	return r.docs.EnsureTTL(ctx, "event_created_at_ttl", "event_created_at", retention)
 }
 
 // deliveryDoc is a stored delivery. event_created_at lets the retention purge (or a TTL index)
 // remove deliveries with their event; next_attempt_at is null when no attempt is scheduled.
 type deliveryDoc struct {
-	ID             string       `bson:"_id"`
+	docstore.Meta  `bson:",inline"`
 	Event          string       `bson:"event"`
 	Endpoint       string       `bson:"endpoint"`
 	Account        string       `bson:"account"`
@@ -70,7 +72,6 @@ type deliveryDoc struct {
 	NextAttemptAt  *time.Time   `bson:"next_attempt_at"`
 	Failures       int          `bson:"failures"`
 	OneOff         bool         `bson:"one_off,omitempty"`
-	Version        int64        `bson:"version"`
 }
 
 type attemptDoc struct {
@@ -80,17 +81,17 @@ type attemptDoc struct {
 	Error      string    `bson:"error,omitempty"`
 }
 
-func toDeliveryDoc(d *domain.Delivery, version int64) deliveryDoc {
+func toDeliveryDoc(d *domain.Delivery) deliveryDoc {
 	s := d.State()
 	attempts := make([]attemptDoc, len(s.Attempts))
 	for i, a := range s.Attempts {
 		attempts[i] = attemptDoc{At: a.At.UTC(), DurationMS: a.Duration.Milliseconds(), Status: a.Status, Error: a.Error}
 	}
 	return deliveryDoc{
-		ID: s.ID, Event: s.Event, Endpoint: s.Endpoint, Account: s.Account, Livemode: s.Livemode,
+		Meta: docstore.Meta{ID: s.ID}, Event: s.Event, Endpoint: s.Endpoint, Account: s.Account, Livemode: s.Livemode,
 		EventCreatedAt: s.EventCreated.UTC(), Created: s.Created.UTC(),
-		Status: string(s.Status), Attempts: attempts, Seq: s.Seq, NextAttemptAt: timePtr(s.NextAttemptAt),
-		Failures: s.Failures, OneOff: s.OneOff, Version: version,
+		Status: string(s.Status), Attempts: attempts, Seq: s.Seq, NextAttemptAt: docstore.TimePtr(s.NextAttemptAt),
+		Failures: s.Failures, OneOff: s.OneOff,
 	}
 }
 
@@ -102,7 +103,7 @@ func (d deliveryDoc) delivery() *domain.Delivery {
 	return domain.RehydrateDelivery(domain.DeliveryState{
 		ID: d.ID, Event: d.Event, Endpoint: d.Endpoint, Account: d.Account, Livemode: d.Livemode,
 		EventCreated: d.EventCreatedAt, Created: d.Created,
-		Status: domain.DeliveryStatus(d.Status), Attempts: attempts, Seq: d.Seq, NextAttemptAt: timeOf(d.NextAttemptAt),
+		Status: domain.DeliveryStatus(d.Status), Attempts: attempts, Seq: d.Seq, NextAttemptAt: docstore.TimeOf(d.NextAttemptAt),
 		Failures: d.Failures, OneOff: d.OneOff,
 	})
 }
@@ -118,17 +119,16 @@ func (r *Deliveries) Create(ctx context.Context, d *domain.Delivery) (bool, erro
 
 // CreateAll implements domain.DeliveryRepository, grouped with concurrent fan-outs.
 func (r *Deliveries) CreateAll(ctx context.Context, ds []*domain.Delivery) ([]bool, error) {
-	ids := make([]string, len(ds))
 	docs := make([]deliveryDoc, len(ds))
 	for i, d := range ds {
-		ids[i], docs[i] = d.ID(), toDeliveryDoc(d, 1)
+		docs[i] = toDeliveryDoc(d)
 	}
-	return r.docs.insertAll(ctx, ids, docs)
+	return r.docs.InsertAll(ctx, docs)
 }
 
 // Get implements domain.DeliveryRepository.
 func (r *Deliveries) Get(ctx context.Context, id string) (*domain.Delivery, error) {
-	d, err := r.docs.find(ctx, id)
+	d, err := r.docs.Get(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +137,7 @@ func (r *Deliveries) Get(ctx context.Context, id string) (*domain.Delivery, erro
 
 // Cached implements domain.DeliveryRepository.
 func (r *Deliveries) Cached(ctx context.Context, id string) (*domain.Delivery, error) {
-	d, err := r.docs.cached(ctx, id)
+	d, err := r.docs.Cached(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -147,13 +147,14 @@ func (r *Deliveries) Cached(ctx context.Context, id string) (*domain.Delivery, e
 // Update implements domain.DeliveryRepository.
 func (r *Deliveries) Update(ctx context.Context, id string, fn func(*domain.Delivery) error) (*domain.Delivery, error) {
 	var out *domain.Delivery
-	_, err := r.docs.update(ctx, id, domain.ErrConflict, func(d deliveryDoc) (deliveryDoc, bool, error) {
+	_, err := r.docs.Update(ctx, id, func(d *deliveryDoc) error {
 		del := d.delivery()
 		if err := fn(del); err != nil {
-			return d, false, err
+			return err
 		}
 		out = del
-		return toDeliveryDoc(del, d.Version+1), true, nil
+		*d = toDeliveryDoc(del)
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -162,7 +163,7 @@ func (r *Deliveries) Update(ctx context.Context, id string, fn func(*domain.Deli
 }
 
 func (r *Deliveries) page(ctx context.Context, filter bson.D, p listing.Params) ([]*domain.Delivery, bool, error) {
-	docs, hasMore, err := mongox.FindPage[deliveryDoc](ctx, r.coll, filter, p)
+	docs, hasMore, err := r.docs.Page(ctx, filter, p)
 	if err != nil {
 		return nil, false, err
 	}
@@ -184,13 +185,9 @@ func (r *Deliveries) ListForEndpoint(ctx context.Context, account string, livemo
 }
 
 func (r *Deliveries) findAll(ctx context.Context, filter bson.D, opts ...options.Lister[options.FindOptions]) ([]*domain.Delivery, error) {
-	cur, err := r.coll.Find(ctx, filter, opts...)
+	docs, err := r.docs.Find(ctx, filter, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("find webhook deliveries: %w", err)
-	}
-	var docs []deliveryDoc
-	if err := cur.All(ctx, &docs); err != nil {
-		return nil, fmt.Errorf("find webhook deliveries: decode: %w", err)
+		return nil, err
 	}
 	out := make([]*domain.Delivery, len(docs))
 	for i, d := range docs {
@@ -214,10 +211,9 @@ func (r *Deliveries) Overdue(ctx context.Context, before time.Time, limit int) (
 
 // Purge implements domain.DeliveryRepository.
 func (r *Deliveries) Purge(ctx context.Context, eventsBefore time.Time) (int64, error) {
-	res, err := r.coll.DeleteMany(ctx, bson.D{{Key: "event_created_at", Value: bson.D{{Key: "$lt", Value: eventsBefore.UTC()}}}})
-	r.docs.cache.Clear()
+	n, err := r.docs.DeleteMany(ctx, bson.D{{Key: "event_created_at", Value: bson.D{{Key: "$lt", Value: eventsBefore.UTC()}}}})
 	if err != nil {
 		return 0, fmt.Errorf("purge webhook deliveries: %w", err)
 	}
-	return res.DeletedCount, nil
+	return n, nil
 }

@@ -3,18 +3,16 @@ package mongo
 import (
 	"context"
 	"fmt"
-	"maps"
-	"sync"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"rentalplatform/libs/docstore"
 	"rentalplatform/libs/events"
 	"rentalplatform/libs/eventtype"
 	"rentalplatform/libs/listing"
-	"rentalplatform/libs/mongox"
 	"rentalplatform/libs/outbox"
 
 	"rentalplatform/webhooks-svc/internal/domain"
@@ -25,29 +23,22 @@ const EventsCollection = "events"
 
 // Events implements domain.EventRepository.
 type Events struct {
-	coll *mongo.Collection
-	docs *docStore[eventDoc]
-
-	// statusMu guards statuses: the delivery outcomes of each event waiting to be written.
-	statusMu sync.Mutex
-	statuses map[string]*statusBatch
-}
-
-// statusBatch is what SetDeliveryStatus calls on one event have asked for and not yet written.
-type statusBatch struct {
-	changes map[string]domain.DeliveryStatus
-	waiters []chan error
+	docs *docstore.Collection[eventDoc]
 }
 
 var _ domain.EventRepository = (*Events)(nil)
 
-// NewEvents returns the event store over db.
-func NewEvents(db *mongo.Database) *Events {
-	coll := db.Collection(EventsCollection)
-	return &Events{
-		coll: coll, docs: newDocStore(coll, domain.ErrEventNotFound, func(d eventDoc) int64 { return d.Version }),
-		statuses: map[string]*statusBatch{},
-	}
+// docCacheSize bounds the events (and deliveries) a process keeps in memory: those of the last
+// few thousand fan-outs, which is what the delivery path reads and writes.
+const docCacheSize = 8192
+
+// NewEvents returns the event store of db.
+func NewEvents(db *docstore.DB) *Events {
+	return &Events{docs: docstore.NewCollection[eventDoc](db, EventsCollection, docstore.Options{
+		NotFound: func(string) error { return domain.ErrEventNotFound },
+		Conflict: domain.ErrConflict,
+		Cache:    docCacheSize,
+	})}
 }
 
 // EnsureIndexes declares the list indexes (account and mode, then each filter, then _id for the
@@ -61,7 +52,7 @@ func (r *Events) EnsureIndexes(ctx context.Context, retention time.Duration) (tt
 		}
 		return mongo.IndexModel{Keys: append(d, bson.E{Key: "_id", Value: -1}), Options: options.Index().SetName(name)}
 	}
-	if err := mongox.EnsureIndexes(ctx, r.coll,
+	if err := r.docs.EnsureIndexes(ctx,
 		scoped("account_livemode_id"),
 		scoped("account_livemode_type_id", "type"),
 		scoped("account_livemode_family_id", "family"),
@@ -70,7 +61,7 @@ func (r *Events) EnsureIndexes(ctx context.Context, retention time.Duration) (tt
 	); err != nil {
 		return false, err
 	}
-	return ensureTTL(ctx, r.coll, "created_at_ttl", "created_at", retention)
+	return r.docs.EnsureTTL(ctx, "created_at_ttl", "created_at", retention)
 }
 
 // eventDoc is a stored event: the event exactly as it waited in its service's outbox
@@ -80,14 +71,13 @@ func (r *Events) EnsureIndexes(ctx context.Context, retention time.Duration) (tt
 // index. pending_webhooks and delivery_success are derived from targets on every write, for the
 // list filters.
 type eventDoc struct {
-	ID              string `bson:"_id"`
+	docstore.Meta   `bson:",inline"`
 	outbox.Doc      `bson:",inline"`
 	Family          string      `bson:"family"`
 	CreatedAt       time.Time   `bson:"created_at"`
 	Targets         []targetDoc `bson:"targets"`
 	PendingWebhooks int         `bson:"pending_webhooks"`
 	DeliverySuccess bool        `bson:"delivery_success"`
-	Version         int64       `bson:"version"`
 }
 
 type targetDoc struct {
@@ -96,23 +86,22 @@ type targetDoc struct {
 	Status   string `bson:"status"`
 }
 
-func toEventDoc(r *domain.EventRecord, version int64) eventDoc {
+func toEventDoc(r *domain.EventRecord) eventDoc {
 	e := r.Event
 	targets := make([]targetDoc, len(r.Targets))
 	for i, t := range r.Targets {
 		targets[i] = targetDoc{Delivery: t.Delivery, Endpoint: t.Endpoint, Status: string(t.Status)}
 	}
 	return eventDoc{
-		ID: e.ID, Doc: outbox.ToDoc(context.Background(), nil, e), Family: eventtype.Family(e.Type),
+		Meta: docstore.Meta{ID: e.ID}, Doc: outbox.ToDoc(context.Background(), nil, e), Family: eventtype.Family(e.Type),
 		CreatedAt: time.Unix(e.Created, 0).UTC(),
 		Targets:   targets, PendingWebhooks: r.PendingWebhooks(), DeliverySuccess: r.DeliverySuccess(),
-		Version: version,
 	}
 }
 
 func (d eventDoc) record() *domain.EventRecord {
 	e := d.Doc.Event()
-	e.ID = d.ID
+	e.ID = d.Meta.ID
 	targets := make([]domain.Target, len(d.Targets))
 	for i, t := range d.Targets {
 		targets[i] = domain.Target{Delivery: t.Delivery, Endpoint: t.Endpoint, Status: domain.DeliveryStatus(t.Status)}
@@ -124,16 +113,12 @@ func (d eventDoc) record() *domain.EventRecord {
 
 // Insert implements domain.EventRepository.
 func (r *Events) Insert(ctx context.Context, rec *domain.EventRecord) (bool, error) {
-	inserted, err := r.docs.insertAll(ctx, []string{rec.Event.ID}, []eventDoc{toEventDoc(rec, 1)})
-	if err != nil {
-		return false, err
-	}
-	return inserted[0], nil
+	return r.docs.Insert(ctx, toEventDoc(rec))
 }
 
 // Get implements domain.EventRepository.
 func (r *Events) Get(ctx context.Context, id string) (*domain.EventRecord, error) {
-	d, err := r.docs.find(ctx, id)
+	d, err := r.docs.Get(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +127,7 @@ func (r *Events) Get(ctx context.Context, id string) (*domain.EventRecord, error
 
 // Event implements domain.EventRepository.
 func (r *Events) Event(ctx context.Context, id string) (events.Event, error) {
-	d, err := r.docs.cached(ctx, id)
+	d, err := r.docs.Cached(ctx, id)
 	if err != nil {
 		return events.Event{}, err
 	}
@@ -163,7 +148,7 @@ func (r *Events) List(ctx context.Context, account string, livemode bool, f doma
 	if f.DeliverySuccess != nil {
 		filter = append(filter, bson.E{Key: "delivery_success", Value: *f.DeliverySuccess})
 	}
-	docs, hasMore, err := mongox.FindPage[eventDoc](ctx, r.coll, filter, p)
+	docs, hasMore, err := r.docs.Page(ctx, filter, p)
 	if err != nil {
 		return nil, false, err
 	}
@@ -176,65 +161,33 @@ func (r *Events) List(ctx context.Context, account string, livemode bool, f doma
 
 // SetDeliveryStatus implements domain.EventRepository. The deliveries of one event finish
 // together (a fan-out to twenty endpoints finishes twenty deliveries within milliseconds), and
-// each would rewrite the event. So the first caller writes its change, and the changes that
-// arrive for the event meanwhile are written together by one of their callers once that write
-// is done; every caller returns when its own change is stored.
+// each rewrites the event; the changes that queue for the event while one is being written are
+// stored together by the next write (docstore's Update).
 func (r *Events) SetDeliveryStatus(ctx context.Context, event, delivery string, s domain.DeliveryStatus) error {
 	return r.SetDeliveryStatuses(ctx, event, map[string]domain.DeliveryStatus{delivery: s})
 }
 
-// SetDeliveryStatuses implements domain.EventRepository, merged with concurrent changes of the
-// event as SetDeliveryStatus is.
+// SetDeliveryStatuses implements domain.EventRepository.
 func (r *Events) SetDeliveryStatuses(ctx context.Context, event string, statuses map[string]domain.DeliveryStatus) error {
 	if len(statuses) == 0 {
 		return nil
 	}
-	done := make(chan error, 1)
-	r.statusMu.Lock()
-	b, running := r.statuses[event]
-	if !running {
-		b = &statusBatch{changes: map[string]domain.DeliveryStatus{}}
-		r.statuses[event] = b
-	}
-	maps.Copy(b.changes, statuses)
-	b.waiters = append(b.waiters, done)
-	r.statusMu.Unlock()
-	if running {
-		return <-done
-	}
-	for {
-		r.statusMu.Lock()
-		changes, waiters := b.changes, b.waiters
-		if len(waiters) == 0 {
-			delete(r.statuses, event)
-			r.statusMu.Unlock()
-			return <-done
+	_, err := r.docs.Update(ctx, event, func(d *eventDoc) error {
+		rec := d.record()
+		for del, st := range statuses {
+			rec.SetStatus(del, st)
 		}
-		b.changes, b.waiters = map[string]domain.DeliveryStatus{}, nil
-		r.statusMu.Unlock()
-		_, err := r.docs.update(ctx, event, domain.ErrConflict, func(d eventDoc) (eventDoc, bool, error) {
-			rec := d.record()
-			changed := false
-			for del, st := range changes {
-				changed = rec.SetStatus(del, st) || changed
-			}
-			if !changed {
-				return d, false, nil
-			}
-			return toEventDoc(rec, d.Version+1), true, nil
-		})
-		for _, w := range waiters {
-			w <- err
-		}
-	}
+		*d = toEventDoc(rec)
+		return nil
+	})
+	return err
 }
 
 // Purge implements domain.EventRepository.
 func (r *Events) Purge(ctx context.Context, before time.Time) (int64, error) {
-	res, err := r.coll.DeleteMany(ctx, bson.D{{Key: "created", Value: bson.D{{Key: "$lt", Value: before.Unix()}}}})
-	r.docs.cache.Clear()
+	n, err := r.docs.DeleteMany(ctx, bson.D{{Key: "created", Value: bson.D{{Key: "$lt", Value: before.Unix()}}}})
 	if err != nil {
 		return 0, fmt.Errorf("purge events: %w", err)
 	}
-	return res.DeletedCount, nil
+	return n, nil
 }

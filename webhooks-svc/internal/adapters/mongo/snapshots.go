@@ -2,13 +2,8 @@ package mongo
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
-
-	"go.mongodb.org/mongo-driver/v2/bson"
-	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"rentalplatform/libs/fifo"
 )
@@ -21,10 +16,10 @@ import (
 // A snapshot is read from the store when it is older than ttl, so a change made by another
 // process is seen within ttl. A change made through this process's repository is applied to the
 // snapshot as it is written, so it is seen at once. Entries carry their document version and
-// the newer one always wins, so a load that raced a write cannot bring back the older state; a
-// deleted endpoint stays as a tombstone entry until a load no longer returns it.
+// the newer one always wins, so a load that raced a write cannot bring back the older state; an
+// endpoint this process deleted stays as a deleted entry until a load no longer returns it.
 type snapshots struct {
-	coll *mongo.Collection
+	load func(context.Context, scope) ([]document, error)
 	ttl  time.Duration
 	now  func() time.Time
 
@@ -51,11 +46,11 @@ type cachedEntry struct {
 	putAt time.Time
 }
 
-func newSnapshots(coll *mongo.Collection, ttl time.Duration, now func() time.Time) *snapshots {
-	return &snapshots{coll: coll, ttl: ttl, now: now, byScope: fifo.New[scope, *snapshot](snapshotScopes)}
+func newSnapshots(load func(context.Context, scope) ([]document, error), ttl time.Duration, now func() time.Time) *snapshots {
+	return &snapshots{load: load, ttl: ttl, now: now, byScope: fifo.New[scope, *snapshot](snapshotScopes)}
 }
 
-// get returns the scope's endpoints (tombstones included), reading them from the store first if
+// get returns the scope's endpoints (deleted ones this process wrote included), reading them from the store first if
 // the snapshot is missing or older than ttl. Concurrent callers share one load.
 func (s *snapshots) get(ctx context.Context, sc scope) ([]document, error) {
 	for {
@@ -113,20 +108,6 @@ func (s *snapshots) get(ctx context.Context, sc scope) ([]document, error) {
 		sn.endpoints, sn.loaded = fresh, start
 		s.mu.Unlock()
 	}
-}
-
-func (s *snapshots) load(ctx context.Context, sc scope) ([]document, error) {
-	cur, err := s.coll.Find(ctx,
-		bson.D{{Key: "account", Value: sc.account}, {Key: "livemode", Value: sc.livemode}},
-		options.Find().SetProjection(bson.D{{Key: "outbox", Value: 0}}))
-	if err != nil {
-		return nil, fmt.Errorf("load webhook endpoints: %w", err)
-	}
-	var docs []document
-	if err := cur.All(ctx, &docs); err != nil {
-		return nil, fmt.Errorf("load webhook endpoints: decode: %w", err)
-	}
-	return docs, nil
 }
 
 // put applies a document this process has just written. Only a scope that has a snapshot keeps

@@ -1,4 +1,4 @@
-package mongox
+package docstore
 
 import (
 	"context"
@@ -13,21 +13,21 @@ import (
 // maxBatch bounds the writes of one command.
 const maxBatch = 256
 
-// ErrNoMatch is returned for an update or replace that matched no document: its filter (an _id
-// and a version, say) no longer holds.
-var ErrNoMatch = errors.New("mongox: no document matched the write's filter")
+// errNoMatch is returned for an update or replace that matched no document: its filter no
+// longer holds (the document was removed meanwhile).
+var errNoMatch = errors.New("docstore: no document matched the write's filter")
 
-// Batcher writes to one collection with group commit: writes that arrive while a command is
+// batcher writes to one collection with group commit: writes that arrive while a command is
 // running are sent together, in the next command (an unordered bulk write). A lone write goes
 // out at once, so batching costs no latency when the store is idle and saves most of the
-// per-command cost when it is busy (embedded store: a replace costs about a third as much in a
-// batch of 20 as alone, an insert about a third; see embedded/mongostore's BenchmarkOps).
+// per-command cost when it is busy (on the embedded store a write costs about a third as much
+// in a batch of 20 as alone: docs/architecture.md, "What one operation costs").
 //
 // Each write reports its own outcome. A batch whose updates did not all match has its updates
-// sent again one at a time, so every caller learns whether its own matched (ErrNoMatch): the
-// rare case of a document deleted meanwhile. Updates must therefore be safe to repeat (see
+// sent again one at a time, so every caller learns whether its own matched (errNoMatch): the
+// rare case of a document removed meanwhile. Updates must therefore be safe to repeat (see
 // send).
-type Batcher struct {
+type batcher struct {
 	coll *mongo.Collection
 
 	mu      sync.Mutex
@@ -45,18 +45,18 @@ type itemResult struct {
 	lead bool // the receiver is to send the queued writes
 }
 
-// NewBatcher returns a batcher writing to coll.
-func NewBatcher(coll *mongo.Collection) *Batcher { return &Batcher{coll: coll} }
+// newBatcher returns a batcher writing to coll.
+func newBatcher(coll *mongo.Collection) *batcher { return &batcher{coll: coll} }
 
-// Write sends model (an insert, replace, update or delete model) in the next command and
-// returns its outcome: nil, ErrNoMatch for an update or replace that matched nothing, a
-// duplicate-key error (IsDuplicateKey) for an insert, or the store's error.
-func (b *Batcher) Write(ctx context.Context, model mongo.WriteModel) error {
-	return b.WriteAll(ctx, []mongo.WriteModel{model})[0]
+// write sends model (an insert, replace, update or delete model) in the next command and
+// returns its outcome: nil, errNoMatch for an update or replace that matched nothing, a
+// duplicate-key error for an insert, or the store's error.
+func (b *batcher) write(ctx context.Context, model mongo.WriteModel) error {
+	return b.writeAll(ctx, []mongo.WriteModel{model})[0]
 }
 
-// WriteAll is Write for several models, queued together; it returns each one's outcome.
-func (b *Batcher) WriteAll(ctx context.Context, models []mongo.WriteModel) []error {
+// writeAll is write for several models, queued together; it returns each one's outcome.
+func (b *batcher) writeAll(ctx context.Context, models []mongo.WriteModel) []error {
 	if len(models) == 0 {
 		return nil // taking the lead with nothing queued would keep it from everyone else
 	}
@@ -93,7 +93,7 @@ func (b *Batcher) WriteAll(ctx context.Context, models []mongo.WriteModel) []err
 
 // flush sends one batch from the queue, then hands leadership to the first item still queued,
 // or gives it up when the queue is empty.
-func (b *Batcher) flush(ctx context.Context) {
+func (b *batcher) flush(ctx context.Context) {
 	b.mu.Lock()
 	n := min(len(b.queue), maxBatch)
 	batch := b.queue[:n:n]
@@ -115,7 +115,7 @@ func (b *Batcher) flush(ctx context.Context) {
 }
 
 // send runs batch as one unordered bulk write and returns each write's outcome.
-func (b *Batcher) send(ctx context.Context, batch []*batchItem) []error {
+func (b *batcher) send(ctx context.Context, batch []*batchItem) []error {
 	errs := make([]error, len(batch))
 	models := make([]mongo.WriteModel, len(batch))
 	updates := 0
@@ -171,7 +171,7 @@ func (b *Batcher) send(ctx context.Context, batch []*batchItem) []error {
 		case err != nil:
 			errs[i] = fmt.Errorf("write to %s: %w", b.coll.Name(), err)
 		case r.MatchedCount == 0:
-			errs[i] = ErrNoMatch
+			errs[i] = errNoMatch
 		}
 	}
 	return errs

@@ -1,6 +1,7 @@
 package mongo_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -8,12 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"go.mongodb.org/mongo-driver/v2/bson"
+	"github.com/hibiken/asynq"
+	"go.opentelemetry.io/otel/propagation"
 
-	"rentalplatform/embedded/testkit"
 	"rentalplatform/libs/events"
 	"rentalplatform/libs/ids"
-	"rentalplatform/libs/listing"
+	"rentalplatform/libs/outbox"
 
 	"rentalplatform/webhooks-svc/internal/adapters/mongo"
 	"rentalplatform/webhooks-svc/internal/domain"
@@ -29,151 +30,66 @@ func raise(t *testing.T, gen *ids.Generator, e *domain.Endpoint, typ string) eve
 	return ev
 }
 
-func eventIDs(evs []events.Event) []string {
-	out := make([]string, len(evs))
-	for i, e := range evs {
-		out[i] = e.ID
-	}
-	return out
+// recorder is an events queue that records what the relay publishes.
+type recorder struct {
+	mu  sync.Mutex
+	ids []string
 }
 
-// pendingIDs returns the ids of the events in the endpoint's outbox, as the relay sees them.
-func pendingIDs(t *testing.T, repo *mongo.Repository, id string) []string {
-	t.Helper()
-	batches, err := repo.OutboxStore().Pending(t.Context(), time.Now().Add(time.Hour), 100)
+func (r *recorder) EnqueueContext(_ context.Context, task *asynq.Task, _ ...asynq.Option) (*asynq.TaskInfo, error) {
+	e, err := events.Unmarshal(task.Payload())
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	var out []string
-	for _, b := range batches {
-		if b.AggregateID == id {
-			for _, d := range b.Docs {
-				out = append(out, d.ID)
-			}
-		}
-	}
-	return out
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ids = append(r.ids, e.ID)
+	return &asynq.TaskInfo{ID: e.ID}, nil
 }
 
-func TestOutbox(t *testing.T) {
+// The events an endpoint raised are stored with it and published: on create, on update, and
+// on delete, after which the endpoint is gone.
+func TestEndpointEventsArePublished(t *testing.T) {
 	t.Parallel()
-	db := testkit.MongoDatabase(t)
-	repo := mongo.NewRepository(db, nil, 0)
-	if err := repo.EnsureIndexes(t.Context()); err != nil {
+	queue := &recorder{}
+	relay := outbox.NewRelay(outbox.NewPublisher(queue, propagation.TraceContext{}), nil, time.Hour, 0)
+	repo := mongo.NewRepository(openStore(t), relay, 0)
+	ctx := t.Context()
+	f := newFixture(t, repo)
+	e := f.endpoint(false, "outbox")
+	want := []string{raise(t, f.gen, e, "webhook_endpoint.created").ID}
+	if err := repo.Create(ctx, e); err != nil {
 		t.Fatal(err)
 	}
-	ctx := t.Context()
-
-	t.Run("events are stored with the write and cleared by the fast path's docs", func(t *testing.T) {
-		f := newFixture(t, repo)
-		e := f.endpoint(false, "outbox")
-		created := raise(t, f.gen, e, "webhook_endpoint.created")
-		if err := repo.Create(ctx, e); err != nil {
-			t.Fatal(err)
-		}
-		if got := pendingIDs(t, repo, e.ID()); !slices.Equal(got, []string{created.ID}) {
-			t.Fatalf("outbox after create = %v", got)
-		}
-		updated, err := repo.Update(ctx, e.ID(), f.account, false, func(e *domain.Endpoint) error {
-			e.Disable()
-			raise(t, f.gen, e, "webhook_endpoint.updated")
+	for _, change := range []func(*domain.Endpoint){(*domain.Endpoint).Disable, (*domain.Endpoint).Delete} {
+		if _, err := repo.Update(ctx, e.ID(), f.account, false, func(e *domain.Endpoint) error {
+			change(e)
+			want = append(want, raise(t, f.gen, e, "webhook_endpoint.updated").ID)
 			return nil
-		})
-		if err != nil {
+		}); err != nil {
 			t.Fatal(err)
 		}
-		if got := pendingIDs(t, repo, e.ID()); !slices.Equal(got, []string{created.ID, updated.NewEvents()[0].ID}) {
-			t.Fatalf("outbox after update = %v", got)
-		}
-		// Clearing the first leaves the second.
-		if err := repo.OutboxStore().Clear(ctx, e.ID(), repo.OutboxDocs(ctx, e.NewEvents())); err != nil {
-			t.Fatal(err)
-		}
-		if got := pendingIDs(t, repo, e.ID()); !slices.Equal(got, eventIDs(updated.NewEvents())) {
-			t.Fatalf("outbox after clearing the first = %v", got)
-		}
-		if err := repo.OutboxStore().Clear(ctx, e.ID(), repo.OutboxDocs(ctx, updated.NewEvents())); err != nil {
-			t.Fatal(err)
-		}
-		if got := pendingIDs(t, repo, e.ID()); len(got) != 0 {
-			t.Fatalf("outbox after clearing both = %v", got)
-		}
-		// The endpoint itself is intact.
-		if got, err := repo.Get(ctx, e.ID(), f.account, false); err != nil || got.Status() != domain.StatusDisabled {
-			t.Fatalf("endpoint after clears: %v %v", got, err)
-		}
-	})
-
-	t.Run("a deleted endpoint is hidden, then removed once its event is out", func(t *testing.T) {
-		f := newFixture(t, repo)
-		e := f.create(false, "doomed")
-		deleted, err := repo.Update(ctx, e.ID(), f.account, false, func(e *domain.Endpoint) error {
-			e.Delete()
-			raise(t, f.gen, e, "webhook_endpoint.deleted")
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := repo.Get(ctx, e.ID(), f.account, false); err != domain.ErrNotFound {
-			t.Fatalf("Get of a deleted endpoint: %v", err)
-		}
-		if page, _, _ := repo.List(ctx, f.account, false, listing.Params{Limit: 100}); len(page) != 0 {
-			t.Fatalf("List shows a deleted endpoint")
-		}
-		if subs, _ := repo.Subscribed(ctx, f.account, false, "webhook_endpoint.created"); len(subs) != 0 {
-			t.Fatalf("a deleted endpoint is subscribed")
-		}
-		if got := pendingIDs(t, repo, e.ID()); !slices.Equal(got, eventIDs(deleted.NewEvents())) {
-			t.Fatalf("outbox of the deleted endpoint = %v", got)
-		}
-		if err := repo.OutboxStore().Clear(ctx, e.ID(), repo.OutboxDocs(ctx, deleted.NewEvents())); err != nil {
-			t.Fatal(err)
-		}
-		n, err := db.Collection(mongo.Collection).CountDocuments(ctx, bson.D{{Key: "_id", Value: e.ID()}})
-		if err != nil || n != 0 {
-			t.Fatalf("deleted endpoint still stored after its event was published: %d %v", n, err)
-		}
-	})
-
-	t.Run("clears racing updates lose nothing", func(t *testing.T) {
-		f := newFixture(t, repo)
-		e := f.create(false, "race")
-		const writers = 8
-		var wg sync.WaitGroup
-		errs := make([]error, writers)
-		for i := range writers {
-			wg.Go(func() {
-				u, err := repo.Update(ctx, e.ID(), f.account, false, func(e *domain.Endpoint) error {
-					raise(t, f.gen, e, "webhook_endpoint.updated")
-					return e.Update(domain.Changes{Metadata: map[string]string{fmt.Sprintf("writer%d", i): "done"}})
-				})
-				if err == nil {
-					err = repo.OutboxStore().Clear(ctx, e.ID(), repo.OutboxDocs(ctx, u.NewEvents()))
-				}
-				errs[i] = err
-			})
-		}
-		wg.Wait()
-		for _, err := range errs {
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
-		if got := pendingIDs(t, repo, e.ID()); len(got) != 0 {
-			t.Fatalf("outbox left with %v", got)
-		}
-		assertAllWriters(t, repo, f, e.ID(), writers)
-	})
+	}
+	relay.Wait()
+	relay.Sweep(ctx)
+	queue.mu.Lock()
+	got := slices.Sorted(slices.Values(queue.ids))
+	queue.mu.Unlock()
+	if !slices.Equal(got, want) {
+		t.Fatalf("published %v, want %v", got, want)
+	}
+	if _, err := repo.Get(ctx, e.ID(), f.account, false); !errors.Is(err, domain.ErrNotFound) {
+		t.Fatalf("Get of a deleted endpoint: %v", err)
+	}
 }
 
 func TestSubscribed(t *testing.T) {
 	t.Parallel()
-	db := testkit.MongoDatabase(t)
+	db := openStore(t)
 	for _, ttl := range []time.Duration{0, time.Hour} {
 		t.Run(fmt.Sprintf("cache=%s", ttl), func(t *testing.T) {
 			t.Parallel()
-			repo := mongo.NewRepository(db, nil, ttl)
+			repo := mongo.NewRepository(db, newRelay(), ttl)
 			ctx := t.Context()
 			f := newFixture(t, repo)
 			// With the cache on, the first read loads it, so what follows is applied to it.
@@ -222,10 +138,10 @@ func TestSubscribed(t *testing.T) {
 // its period.
 func TestEndpointCache(t *testing.T) {
 	t.Parallel()
-	db := testkit.MongoDatabase(t)
+	db := openStore(t)
 	const ttl = 300 * time.Millisecond
-	repo := mongo.NewRepository(db, nil, ttl)
-	other := mongo.NewRepository(db, nil, 0) // another process
+	repo := mongo.NewRepository(db, newRelay(), ttl)
+	other := mongo.NewRepository(db, newRelay(), 0) // another process
 	ctx := t.Context()
 	f := newFixture(t, repo)
 	e := f.create(false, "cached")
@@ -273,7 +189,7 @@ func TestEndpointCache(t *testing.T) {
 
 func TestEndpointDeliveryStateRoundTrips(t *testing.T) {
 	t.Parallel()
-	repo := mongo.NewRepository(testkit.MongoDatabase(t), nil, 0)
+	repo := mongo.NewRepository(openStore(t), newRelay(), 0)
 	ctx := t.Context()
 	f := newFixture(t, repo)
 	e := f.create(false, "state")

@@ -1,4 +1,4 @@
-package mongox_test
+package docstore
 
 import (
 	"errors"
@@ -10,7 +10,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"rentalplatform/embedded/testkit"
-	"rentalplatform/libs/mongox"
 )
 
 // Concurrent writes are grouped into commands, and each writer still learns its own outcome.
@@ -24,7 +23,7 @@ func TestBatcherReportsEachWrite(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	b := mongox.NewBatcher(coll)
+	b := newBatcher(coll)
 	type outcome struct {
 		what string
 		err  error
@@ -42,7 +41,7 @@ func TestBatcherReportsEachWrite(t *testing.T) {
 			{"missing", mongo.NewReplaceOneModel().SetFilter(bson.D{{Key: "_id", Value: fmt.Sprintf("none%02d", i)}}).SetReplacement(bson.D{{Key: "v", Value: i}})},
 		}
 		for j, w := range writes {
-			wg.Go(func() { results[4*i+j] = outcome{w.what, b.Write(ctx, w.model)} })
+			wg.Go(func() { results[4*i+j] = outcome{w.what, b.write(ctx, w.model)} })
 		}
 	}
 	wg.Wait()
@@ -52,9 +51,9 @@ func TestBatcherReportsEachWrite(t *testing.T) {
 		case "replace", "insert":
 			ok = r.err == nil
 		case "duplicate":
-			ok = mongox.IsDuplicateKey(r.err)
+			ok = mongo.IsDuplicateKeyError(r.err)
 		case "missing":
-			ok = errors.Is(r.err, mongox.ErrNoMatch)
+			ok = errors.Is(r.err, errNoMatch)
 		}
 		if !ok {
 			t.Errorf("%s: %v", r.what, r.err)
@@ -80,7 +79,7 @@ func TestBatcherWriteAllReportsEachInsert(t *testing.T) {
 	if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: "w03-07"}}); err != nil {
 		t.Fatal(err)
 	}
-	b := mongox.NewBatcher(coll)
+	b := newBatcher(coll)
 	const writers, per = 16, 20
 	results := make([][]error, writers)
 	var wg sync.WaitGroup
@@ -89,7 +88,7 @@ func TestBatcherWriteAllReportsEachInsert(t *testing.T) {
 		for i := range models {
 			models[i] = mongo.NewInsertOneModel().SetDocument(bson.D{{Key: "_id", Value: fmt.Sprintf("w%02d-%02d", w, i)}})
 		}
-		wg.Go(func() { results[w] = b.WriteAll(ctx, models) })
+		wg.Go(func() { results[w] = b.writeAll(ctx, models) })
 	}
 	wg.Wait()
 	for w, errs := range results {
@@ -97,7 +96,7 @@ func TestBatcherWriteAllReportsEachInsert(t *testing.T) {
 			t.Fatalf("writer %d: %d outcomes, want %d", w, len(errs), per)
 		}
 		for i, err := range errs {
-			if dup := w == 3 && i == 7; dup != mongox.IsDuplicateKey(err) || (!dup && err != nil) {
+			if dup := w == 3 && i == 7; dup != mongo.IsDuplicateKeyError(err) || (!dup && err != nil) {
 				t.Errorf("writer %d insert %d: %v", w, i, err)
 			}
 		}
@@ -111,11 +110,11 @@ func TestBatcherWriteAllReportsEachInsert(t *testing.T) {
 func TestBatcherWriteAllOfNothing(t *testing.T) {
 	t.Parallel()
 	coll := testkit.MongoDatabase(t).Collection("batched_nothing")
-	b := mongox.NewBatcher(coll)
-	if errs := b.WriteAll(t.Context(), nil); len(errs) != 0 {
+	b := newBatcher(coll)
+	if errs := b.writeAll(t.Context(), nil); len(errs) != 0 {
 		t.Fatalf("WriteAll(nil) = %v", errs)
 	}
-	if err := b.Write(t.Context(), mongo.NewInsertOneModel().SetDocument(bson.D{{Key: "_id", Value: "after"}})); err != nil {
+	if err := b.write(t.Context(), mongo.NewInsertOneModel().SetDocument(bson.D{{Key: "_id", Value: "after"}})); err != nil {
 		t.Fatal(err)
 	}
 }

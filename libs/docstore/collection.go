@@ -1,0 +1,272 @@
+package docstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"rentalplatform/libs/events"
+	"rentalplatform/libs/fifo"
+	"rentalplatform/libs/outbox"
+)
+
+// Options configure a collection.
+type Options struct {
+	// NotFound makes the error that Get, Cached and Update return for a document that does not
+	// exist or is deleted; nil: ErrNotFound, wrapped.
+	NotFound func(id string) error
+	// Conflict is what Update returns when its retries run out (another process kept winning
+	// the race); nil: ErrConflict.
+	Conflict error
+	// Cache, when positive, keeps that many documents as this process last read or wrote them:
+	// Cached answers from them, and Update starts from them. On MongoDB every replace names the
+	// version it started from, so a stale copy only costs a retry; on the embedded store the
+	// process owns the data, so its copy is what is stored.
+	Cache int
+	// Outbox is the relay that publishes the events the documents raise (Meta.Raise); nil for a
+	// collection whose documents raise none. The collection adds itself to the relay's sweep.
+	Outbox *outbox.Relay
+	// Now tells the time of outbox entries; nil: time.Now.
+	Now func() time.Time
+}
+
+// Collection stores documents of type T, a struct that embeds Meta inline.
+type Collection[T any] struct {
+	coll     *mongo.Collection
+	strategy strategy
+	w        writer
+	opts     Options
+	cache    *fifo.Map[string, bson.Raw] // nil without Options.Cache
+	relay    *outbox.Relay
+
+	mu     sync.Mutex
+	queues map[string]*queue[T] // writers waiting, by document
+}
+
+// NewCollection returns the collection name of db. It panics if T does not embed Meta inline:
+// that is a programming error, met when the service starts.
+func NewCollection[T any](db *DB, name string, opts Options) *Collection[T] {
+	var zero T
+	if _, ok := any(&zero).(document); !ok {
+		panic(fmt.Sprintf("docstore: %T does not embed docstore.Meta", zero))
+	}
+	if raw, err := bson.Marshal(&zero); err != nil || bson.Raw(raw).Lookup("version").Type == 0 {
+		panic(fmt.Sprintf("docstore: %T must embed docstore.Meta with `bson:\",inline\"` (%v)", zero, err))
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	coll := db.db.Collection(name)
+	c := &Collection[T]{
+		coll: coll, strategy: db.strategy, w: db.strategy.writer(coll), opts: opts,
+		relay: opts.Outbox, queues: map[string]*queue[T]{},
+	}
+	if opts.Cache > 0 {
+		c.cache = fifo.New[string, bson.Raw](opts.Cache)
+	}
+	if c.relay != nil {
+		c.relay.Add(c)
+	}
+	return c
+}
+
+// Name is the collection's name.
+func (c *Collection[T]) Name() string { return c.coll.Name() }
+
+func metaOf[T any](d *T) *Meta { return any(d).(document).meta() }
+
+func (c *Collection[T]) notFound(id string) error {
+	if c.opts.NotFound != nil {
+		return c.opts.NotFound(id)
+	}
+	return fmt.Errorf("%w: %s %s", ErrNotFound, c.coll.Name(), id)
+}
+
+func (c *Collection[T]) conflict() error {
+	if c.opts.Conflict != nil {
+		return c.opts.Conflict
+	}
+	return ErrConflict
+}
+
+func (c *Collection[T]) decode(raw bson.Raw) (T, error) {
+	var d T
+	if err := bson.Unmarshal(raw, &d); err != nil {
+		return d, fmt.Errorf("decode %s %s: %w", c.coll.Name(), raw.Lookup("_id"), err)
+	}
+	return d, nil
+}
+
+// read returns the stored document, from the cache unless fresh; found is false when there is
+// none.
+func (c *Collection[T]) read(ctx context.Context, id string, fresh bool) (raw bson.Raw, found bool, err error) {
+	if c.cache != nil && !fresh {
+		if raw, ok := c.cache.Get(id); ok {
+			return raw, true, nil
+		}
+	}
+	raw, err = c.coll.FindOne(ctx, byID(id)).Raw()
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		c.forget(id)
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("find %s %s: %w", c.coll.Name(), id, err)
+	}
+	raw = slices.Clone(raw)
+	c.remember(id, raw)
+	return raw, true, nil
+}
+
+func (c *Collection[T]) remember(id string, raw bson.Raw) {
+	if c.cache != nil {
+		c.cache.Put(id, raw)
+	}
+}
+
+func (c *Collection[T]) forget(id string) {
+	if c.cache != nil {
+		c.cache.Delete(id)
+	}
+}
+
+// Get reads the document from the store.
+func (c *Collection[T]) Get(ctx context.Context, id string) (T, error) {
+	return c.get(ctx, id, true)
+}
+
+// Cached is Get answered from the cache when it has the document (see Options.Cache): the
+// document as this process last read or wrote it, which another process may have changed
+// since.
+func (c *Collection[T]) Cached(ctx context.Context, id string) (T, error) {
+	return c.get(ctx, id, false)
+}
+
+func (c *Collection[T]) get(ctx context.Context, id string, fresh bool) (T, error) {
+	var zero T
+	raw, found, err := c.read(ctx, id, fresh)
+	if err != nil {
+		return zero, err
+	}
+	if !found {
+		return zero, c.notFound(id)
+	}
+	d, err := c.decode(raw)
+	if err != nil {
+		return zero, err
+	}
+	if metaOf(&d).Deleted {
+		return zero, c.notFound(id)
+	}
+	return d, nil
+}
+
+// Insert stores a new document at version 1, with the events it raised in its outbox, and
+// hands them to the relay. It reports false, changing nothing, when a document with its _id,
+// or with the same value of a unique index, is stored already.
+func (c *Collection[T]) Insert(ctx context.Context, doc T) (bool, error) {
+	created, err := c.InsertAll(ctx, []T{doc})
+	if err != nil {
+		return false, err
+	}
+	return created[0], nil
+}
+
+// InsertAll is Insert for several documents, in one command (on the embedded store, shared
+// with concurrent inserts); it reports for each whether it was new.
+func (c *Collection[T]) InsertAll(ctx context.Context, docs []T) ([]bool, error) {
+	if len(docs) == 0 {
+		return nil, nil
+	}
+	raws := make([]bson.Raw, len(docs))
+	boxes := make([][]outbox.Doc, len(docs))
+	for i := range docs {
+		m := metaOf(&docs[i])
+		box, err := c.entries(ctx, m.raised)
+		if err != nil {
+			return nil, err
+		}
+		m.raised, m.Version, m.Outbox, m.OutboxSince = nil, 1, box, nil
+		if len(box) > 0 {
+			m.OutboxSince = TimePtr(c.opts.Now())
+		}
+		if raws[i], err = bson.Marshal(&docs[i]); err != nil {
+			return nil, fmt.Errorf("encode %s %s: %w", c.coll.Name(), m.ID, err)
+		}
+		boxes[i] = box
+	}
+	created := make([]bool, len(docs))
+	for i, err := range c.w.insert(ctx, raws) {
+		id := metaOf(&docs[i]).ID
+		switch {
+		case err == nil:
+			created[i] = true
+			c.remember(id, raws[i])
+			c.dispatch(ctx, id, boxes[i])
+		case mongo.IsDuplicateKeyError(err):
+		default:
+			return nil, fmt.Errorf("insert into %s: %w", c.coll.Name(), err)
+		}
+	}
+	return created, nil
+}
+
+// entries returns the outbox entries of events raised under ctx.
+func (c *Collection[T]) entries(ctx context.Context, raised []events.Event) ([]outbox.Doc, error) {
+	if len(raised) == 0 {
+		return nil, nil
+	}
+	if c.relay == nil {
+		return nil, fmt.Errorf("docstore: %s has no outbox for the events its documents raise", c.coll.Name())
+	}
+	out := make([]outbox.Doc, len(raised))
+	for i, e := range raised {
+		out[i] = c.relay.Entry(ctx, e)
+	}
+	return out, nil
+}
+
+// dispatch hands the events a write just stored to the relay's fast path. On MongoDB, where
+// other processes' relays read the same outboxes, the fast path clears them once published;
+// on the embedded store the aggregate's next write drops them, or the relay's sweep clears
+// them, without a write of their own.
+func (c *Collection[T]) dispatch(ctx context.Context, id string, box []outbox.Doc) {
+	if len(box) == 0 || c.relay == nil {
+		return
+	}
+	var clear func(context.Context) error
+	if c.strategy.clearsOnPublish() {
+		clear = func(ctx context.Context) error { return c.Clear(ctx, id, box) }
+	}
+	c.relay.Dispatch(ctx, box, clear)
+}
+
+// Delete removes the document at once, whatever its outbox holds. It is for undoing an Insert
+// whose document raised nothing; an aggregate that is deleted as a change of its own sets
+// Meta.Deleted in Update.
+func (c *Collection[T]) Delete(ctx context.Context, id string) error {
+	_, err := c.coll.DeleteOne(ctx, byID(id))
+	c.forget(id)
+	if err != nil {
+		return fmt.Errorf("delete %s %s: %w", c.coll.Name(), id, err)
+	}
+	return nil
+}
+
+// DeleteMany removes the documents filter matches (retention purges) and returns how many.
+func (c *Collection[T]) DeleteMany(ctx context.Context, filter bson.D) (int64, error) {
+	res, err := c.coll.DeleteMany(ctx, filter)
+	if c.cache != nil {
+		c.cache.Clear()
+	}
+	if err != nil {
+		return 0, fmt.Errorf("delete from %s: %w", c.coll.Name(), err)
+	}
+	return res.DeletedCount, nil
+}

@@ -1,0 +1,196 @@
+package docstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"rentalplatform/libs/listing"
+	"rentalplatform/libs/outbox"
+)
+
+// live adds, for a collection whose aggregates may wait as deleted until their last event is
+// published, the condition that hides them. Other collections never keep a deleted document.
+func (c *Collection[T]) live(filter bson.D) bson.D {
+	f := append(bson.D{}, filter...)
+	if c.relay != nil {
+		f = append(f, bson.E{Key: "deleted", Value: bson.D{{Key: "$ne", Value: true}}})
+	}
+	return f
+}
+
+// Find returns the documents filter matches (deleted aggregates never), as opts say.
+func (c *Collection[T]) Find(ctx context.Context, filter bson.D, opts ...options.Lister[options.FindOptions]) ([]T, error) {
+	cur, err := c.coll.Find(ctx, c.live(filter), opts...)
+	if err != nil {
+		return nil, fmt.Errorf("find in %s: %w", c.coll.Name(), err)
+	}
+	var out []T
+	if err := cur.All(ctx, &out); err != nil {
+		return nil, fmt.Errorf("find in %s: decode: %w", c.coll.Name(), err)
+	}
+	return out, nil
+}
+
+// FindOne returns the first document filter matches; found is false when there is none.
+func (c *Collection[T]) FindOne(ctx context.Context, filter bson.D) (doc T, found bool, err error) {
+	err = c.coll.FindOne(ctx, c.live(filter)).Decode(&doc)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return doc, false, nil
+	}
+	if err != nil {
+		return doc, false, fmt.Errorf("find in %s: %w", c.coll.Name(), err)
+	}
+	return doc, true, nil
+}
+
+// Page reads one page of a list, newest first by _id. filter scopes the query to the account
+// and mode (and any list filters); the cursor and created bounds are added here. It reads one
+// document more than the page to learn has_more, which is about the direction read: older
+// objects for a forward page, newer ones for an ending_before page.
+func (c *Collection[T]) Page(ctx context.Context, filter bson.D, p listing.Params) ([]T, bool, error) {
+	return c.PageOn(ctx, "_id", filter, p)
+}
+
+// PageOn is Page keyed on another field holding the public, time-ordered id (for documents
+// whose _id is something else, such as a hash). created bounds are compared as Unix seconds;
+// a collection that stores created otherwise puts its own bounds in filter and passes p
+// without them.
+func (c *Collection[T]) PageOn(ctx context.Context, key string, filter bson.D, p listing.Params) ([]T, bool, error) {
+	f := c.live(filter)
+	dir := -1
+	switch {
+	case p.EndingBefore != "":
+		f = append(f, bson.E{Key: key, Value: bson.D{{Key: "$gt", Value: p.EndingBefore}}})
+		dir = 1
+	case p.StartingAfter != "":
+		f = append(f, bson.E{Key: key, Value: bson.D{{Key: "$lt", Value: p.StartingAfter}}})
+	}
+	if p.CreatedGTE != nil || p.CreatedLTE != nil {
+		var created bson.D
+		if p.CreatedGTE != nil {
+			created = append(created, bson.E{Key: "$gte", Value: *p.CreatedGTE})
+		}
+		if p.CreatedLTE != nil {
+			created = append(created, bson.E{Key: "$lte", Value: *p.CreatedLTE})
+		}
+		f = append(f, bson.E{Key: "created", Value: created})
+	}
+	opts := options.Find().SetSort(bson.D{{Key: key, Value: dir}}).SetLimit(int64(p.Limit + 1))
+	cur, err := c.coll.Find(ctx, f, opts)
+	if err != nil {
+		return nil, false, fmt.Errorf("list %s: %w", c.coll.Name(), err)
+	}
+	var items []T
+	if err := cur.All(ctx, &items); err != nil {
+		return nil, false, fmt.Errorf("list %s: decode: %w", c.coll.Name(), err)
+	}
+	hasMore := len(items) > p.Limit
+	if hasMore {
+		items = items[:p.Limit]
+	}
+	if dir == 1 {
+		for i, j := 0, len(items)-1; i < j; i, j = i+1, j-1 {
+			items[i], items[j] = items[j], items[i]
+		}
+	}
+	return items, hasMore, nil
+}
+
+// Pending implements outbox.Store: the aggregates whose outbox has held events since before
+// the cutoff, deleted ones included.
+func (c *Collection[T]) Pending(ctx context.Context, before time.Time, limit int) ([]outbox.Batch, error) {
+	cur, err := c.coll.Find(ctx,
+		bson.D{{Key: "outbox_since", Value: bson.D{{Key: "$lte", Value: before}}}},
+		options.Find().SetProjection(bson.D{{Key: "outbox", Value: 1}}).SetLimit(int64(limit)))
+	if err != nil {
+		return nil, fmt.Errorf("outbox pending in %s: %w", c.coll.Name(), err)
+	}
+	var docs []struct {
+		ID     string       `bson:"_id"`
+		Outbox []outbox.Doc `bson:"outbox"`
+	}
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, fmt.Errorf("outbox pending in %s: decode: %w", c.coll.Name(), err)
+	}
+	out := make([]outbox.Batch, 0, len(docs))
+	for _, d := range docs {
+		out = append(out, outbox.Batch{AggregateID: d.ID, Docs: d.Outbox})
+	}
+	return out, nil
+}
+
+// EnsureIndexes declares the indexes the collection's queries rely on (and, for a collection
+// with an outbox, the relay's index on outbox_since). Creating an index that exists with the
+// same definition is a no-op. They are created one per command: the embedded store fails a
+// createIndexes naming several indexes that all exist, which is every start after the first.
+// Where the server cannot use secondary indexes for queries (the embedded store), only the
+// unique ones are created: the others would slow every write and speed up nothing.
+func (c *Collection[T]) EnsureIndexes(ctx context.Context, models ...mongo.IndexModel) error {
+	if c.relay != nil {
+		models = append(models, mongo.IndexModel{
+			Keys:    bson.D{{Key: "outbox_since", Value: 1}},
+			Options: options.Index().SetName("outbox_since").SetSparse(true),
+		})
+	}
+	for _, m := range models {
+		if !c.strategy.createsIndex(isUnique(m)) {
+			continue
+		}
+		if _, err := c.coll.Indexes().CreateOne(ctx, m); err != nil {
+			return fmt.Errorf("indexes on %s: %w", c.coll.Name(), err)
+		}
+	}
+	return nil
+}
+
+func isUnique(m mongo.IndexModel) bool {
+	if m.Options == nil {
+		return false
+	}
+	var o options.IndexOptions
+	for _, set := range m.Options.List() {
+		if err := set(&o); err != nil {
+			return false
+		}
+	}
+	return o.Unique != nil && *o.Unique
+}
+
+// codeIndexOptionsConflict: an index of that name exists with other options.
+const codeIndexOptionsConflict = 85
+
+// EnsureTTL declares a TTL index on field, so the server removes a document ttl after the date
+// it holds, and reports whether the server has TTL indexes (the embedded store has not: the
+// caller's periodic purge is then all there is). When the index exists with another period
+// (the retention was reconfigured), the period is changed in place.
+func (c *Collection[T]) EnsureTTL(ctx context.Context, name, field string, ttl time.Duration) (bool, error) {
+	if !c.strategy.ttlIndexes() {
+		return false, nil
+	}
+	secs := int32(min(ttl/time.Second, 1<<31-1))
+	_, err := c.coll.Indexes().CreateOne(ctx, mongo.IndexModel{
+		Keys:    bson.D{{Key: field, Value: 1}},
+		Options: options.Index().SetName(name).SetExpireAfterSeconds(secs),
+	})
+	var se mongo.ServerError
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.As(err, &se) && se.HasErrorCode(codeIndexOptionsConflict):
+		err = c.coll.Database().RunCommand(ctx, bson.D{
+			{Key: "collMod", Value: c.coll.Name()},
+			{Key: "index", Value: bson.D{{Key: "name", Value: name}, {Key: "expireAfterSeconds", Value: secs}}},
+		}).Err()
+		if err != nil {
+			return true, fmt.Errorf("change TTL of %s.%s: %w", c.coll.Name(), name, err)
+		}
+		return true, nil
+	}
+	return false, fmt.Errorf("TTL index on %s.%s: %w", c.coll.Name(), field, err)
+}

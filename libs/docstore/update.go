@@ -1,0 +1,270 @@
+package docstore
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"rentalplatform/libs/outbox"
+)
+
+// op is one change waiting for its document: a caller's function, or a clear of published
+// outbox entries.
+type op[T any] struct {
+	ctx   context.Context // the caller's: the trace context of the events it raises
+	fn    func(*T) error  // nil for a clear
+	clear map[string]bool // the event ids a clear drops
+	lead  chan bool       // true: apply the queue; false: this op's outcome is set
+
+	doc T
+	err error
+}
+
+// queue is the ops waiting for one document while another is being applied.
+type queue[T any] struct{ ops []*op[T] }
+
+// Update reads the document, passes it to fn and stores the result, on condition that the
+// document is still as read; when another writer won, it reads again and calls fn again. So fn
+// must change only the document it is given. When fn fails, nothing of it is stored and its
+// error is returned; when it changes nothing, nothing is written. fn may raise events
+// (Meta.Raise): they are stored in the document's outbox by the same write and handed to the
+// relay. fn may set Meta.Deleted. Update returns the document as stored, the collection's
+// NotFound error, or its Conflict error when retries run out.
+//
+// Writers of one document queue behind each other in the process; the functions that queued
+// while a write was in flight are applied in turn to one copy and stored by one write, each
+// caller learning its own outcome. fn runs on whichever caller's goroutine leads the queue,
+// and must not update the same document itself (it would wait for itself).
+func (c *Collection[T]) Update(ctx context.Context, id string, fn func(*T) error) (T, error) {
+	o := &op[T]{ctx: ctx, fn: fn, lead: make(chan bool, 1)}
+	c.enqueue(ctx, id, o)
+	return o.doc, o.err
+}
+
+// Clear implements outbox.Store: it removes the given events from the aggregate's outbox,
+// leaving any others, in the aggregate's queue like any write (so a busy aggregate's clear is
+// one more change of its next write), and removes a deleted aggregate once its outbox is empty.
+func (c *Collection[T]) Clear(ctx context.Context, id string, docs []outbox.Doc) error {
+	drop := make(map[string]bool, len(docs))
+	for _, d := range docs {
+		drop[d.ID] = true
+	}
+	o := &op[T]{ctx: ctx, clear: drop, lead: make(chan bool, 1)}
+	c.enqueue(ctx, id, o)
+	return o.err
+}
+
+// enqueue adds o to the document's queue and returns once o is applied. The first op of an
+// idle document leads: it applies everything queued, one batch at a time, and hands the lead
+// to the first op still queued after the batch that held its own, so no caller applies others'
+// changes for longer than one write beyond its own.
+func (c *Collection[T]) enqueue(ctx context.Context, id string, o *op[T]) {
+	c.mu.Lock()
+	q, busy := c.queues[id]
+	if !busy {
+		q = &queue[T]{}
+		c.queues[id] = q
+	}
+	q.ops = append(q.ops, o)
+	c.mu.Unlock()
+	lead := !busy
+	for {
+		if lead {
+			c.mu.Lock()
+			batch := q.ops
+			q.ops = nil
+			c.mu.Unlock()
+			c.apply(ctx, id, batch)
+			c.mu.Lock()
+			if len(q.ops) == 0 {
+				delete(c.queues, id)
+			} else {
+				q.ops[0].lead <- true
+			}
+			c.mu.Unlock()
+		}
+		if lead = <-o.lead; !lead {
+			return
+		}
+	}
+}
+
+// apply stores batch's changes to one document, retrying on conflict, and sets every op's
+// outcome. The write runs without the leader's cancellation: other callers wait on it.
+func (c *Collection[T]) apply(ctx context.Context, id string, batch []*op[T]) {
+	ctx = context.WithoutCancel(ctx)
+	var err error
+	for attempt := range maxUpdateAttempts {
+		var landed bool
+		if landed, err = c.attempt(ctx, id, batch, attempt > 0); err != nil || landed {
+			break
+		}
+		err = c.conflict()
+		_ = pauseAfterConflict(ctx, attempt) // ctx cannot end
+	}
+	for _, o := range batch {
+		if err != nil && o.err == nil {
+			var zero T
+			o.doc, o.err = zero, err
+		}
+		o.lead <- false
+	}
+}
+
+// attempt reads the document (from the cache unless fresh), applies batch and writes the
+// result on condition of the version read. landed is false when another writer won.
+func (c *Collection[T]) attempt(ctx context.Context, id string, batch []*op[T], fresh bool) (landed bool, err error) {
+	raw, found, err := c.read(ctx, id, fresh)
+	if err != nil {
+		return false, err
+	}
+	if !found {
+		for _, o := range batch {
+			var zero T
+			o.doc, o.err = zero, nil
+			if o.fn != nil {
+				o.err = c.notFound(id)
+			}
+		}
+		return true, nil
+	}
+	doc, err := c.decode(raw)
+	if err != nil {
+		return false, err
+	}
+	base, err := bson.Marshal(&doc)
+	if err != nil {
+		return false, fmt.Errorf("encode %s %s: %w", c.coll.Name(), id, err)
+	}
+	// Each op is applied to the result of the ones before; one that fails is undone by going
+	// back to the encoding taken after the last one that succeeded.
+	last := base
+	var raised []outbox.Doc
+	for _, o := range batch {
+		var zero T
+		o.doc, o.err = zero, nil
+		if err := c.applyOne(&doc, o, id, &raised); err != nil {
+			o.err = err
+			if doc, err = c.decode(last); err != nil {
+				return false, err
+			}
+			continue
+		}
+		if last, err = bson.Marshal(&doc); err != nil {
+			return false, fmt.Errorf("encode %s %s: %w", c.coll.Name(), id, err)
+		}
+	}
+	if len(raised) == 0 && bytes.Equal(last, base) {
+		c.results(batch, doc, last)
+		return true, nil
+	}
+
+	m := metaOf(&doc)
+	box := c.published().Compact(m.Outbox)
+	if len(box) == 0 {
+		m.OutboxSince = nil
+	}
+	if len(raised) > 0 && len(box) == 0 {
+		m.OutboxSince = TimePtr(c.opts.Now())
+	}
+	m.Outbox = append(box, raised...)
+	version := m.Version
+	if m.Deleted && len(m.Outbox) == 0 {
+		if landed, err = c.w.remove(ctx, id, version); err != nil || !landed {
+			return false, wrap(err, "remove", c.coll.Name(), id)
+		}
+		c.forget(id)
+		c.results(batch, doc, last)
+		return true, nil
+	}
+	m.Version = version + 1
+	final, err := bson.Marshal(&doc)
+	if err != nil {
+		return false, fmt.Errorf("encode %s %s: %w", c.coll.Name(), id, err)
+	}
+	if landed, err = c.w.replace(ctx, id, version, final); err != nil || !landed {
+		return false, wrap(err, "replace", c.coll.Name(), id)
+	}
+	c.remember(id, final)
+	c.results(batch, doc, final)
+	c.dispatch(ctx, id, raised)
+	return true, nil
+}
+
+// published is what the relay has published (nil without a relay: nothing).
+func (c *Collection[T]) published() *outbox.Published {
+	if c.relay == nil {
+		return nil
+	}
+	return c.relay.Published()
+}
+
+// applyOne applies one op to doc and adds the events it raised to raised. The store's own
+// fields are restored after a caller's function, which may have replaced the whole document;
+// only Deleted and the events raised are taken from it.
+func (c *Collection[T]) applyOne(doc *T, o *op[T], id string, raised *[]outbox.Doc) error {
+	m := metaOf(doc)
+	if o.fn == nil {
+		m.Outbox = dropEntries(m.Outbox, o.clear)
+		return nil
+	}
+	if m.Deleted {
+		return c.notFound(id)
+	}
+	kept := *m
+	if err := o.fn(doc); err != nil {
+		return err
+	}
+	m = metaOf(doc)
+	evs, deleted := m.raised, m.Deleted
+	*m = kept
+	m.Deleted = deleted
+	box, err := c.entries(o.ctx, evs)
+	if err != nil {
+		return err
+	}
+	*raised = append(*raised, box...)
+	return nil
+}
+
+// results gives every op that succeeded the document as stored: the first the one in hand,
+// the others their own copy.
+func (c *Collection[T]) results(batch []*op[T], doc T, raw bson.Raw) {
+	first := true
+	for _, o := range batch {
+		if o.err != nil || o.fn == nil {
+			continue
+		}
+		if first {
+			o.doc, first = doc, false
+			continue
+		}
+		if o.doc, o.err = c.decode(raw); o.err != nil {
+			continue
+		}
+	}
+}
+
+// dropEntries returns box without the entries whose id is in drop.
+func dropEntries(box []outbox.Doc, drop map[string]bool) []outbox.Doc {
+	kept := box[:0:0]
+	for _, d := range box {
+		if !drop[d.ID] {
+			kept = append(kept, d)
+		}
+	}
+	if len(kept) == 0 {
+		return nil
+	}
+	return kept
+}
+
+// wrap adds context to a write's error; nil stays nil.
+func wrap(err error, what, coll, id string) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s %s %s: %w", what, coll, id, err)
+}
