@@ -2,10 +2,7 @@ module rentalplatform/payments-svc
 
 go 1.26.0
 
-require (
-	rentalplatform/embedded v0.0.0
-	rentalplatform/libs v0.0.0
-)
+require rentalplatform/libs v0.0.0
 
 require (
 	filippo.io/edwards25519 v1.1.0 // indirect
@@ -86,6 +83,7 @@ require (
 	modernc.org/sqlite v1.31.1 // indirect
 	modernc.org/strutil v1.2.0 // indirect
 	modernc.org/token v1.1.0 // indirect
+	rentalplatform/embedded v0.0.0 // indirect
 )
 
 replace (

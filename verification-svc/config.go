@@ -1,22 +1,9 @@
 package main
 
-import (
-	"fmt"
+import "rentalplatform/libs/service"
 
-	"rentalplatform/libs/config"
-)
-
-const serviceName = "verification-svc"
-
-// Config is everything verification-svc reads from the environment (docs/architecture.md).
-type Config struct {
-	config.Base
-}
-
-func loadConfig(getenv config.Getenv) (Config, error) {
-	base, err := config.LoadBase(getenv, config.Defaults{HTTPAddr: "127.0.0.1:8091", MongoDatabase: "verification"})
-	if err != nil {
-		return Config{}, fmt.Errorf("config: %w", err)
-	}
-	return Config{Base: base}, nil
+// spec names verification-svc and its defaults; so far it reads only the settings every service shares
+// (docs/architecture.md).
+func spec() service.Spec {
+	return service.Spec{Name: "verification-svc", HTTPAddr: "127.0.0.1:8091", MongoDatabase: "verification"}
 }

@@ -11,7 +11,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Getenv, os.Stdout)
+	err := run(ctx, os.Environ(), os.Stdout)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "local stack:", err)

@@ -15,63 +15,17 @@ import (
 	"rentalplatform/libs/config"
 )
 
-// passThrough are variables handed to every program unchanged when set.
-var passThrough = []string{
-	"PATH", "HOME", "TMPDIR", "LOG_LEVEL",
-	"OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES", "OTEL_TRACES_SAMPLER", "OTEL_TRACES_SAMPLER_ARG",
-	"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_PROTOCOL",
-	"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_INSECURE",
-	// The gateway's limits and idempotency settings; unset, the gateway's defaults apply.
-	"GATEWAY_RATE_LIMIT_LIVE", "GATEWAY_RATE_LIMIT_TEST", "GATEWAY_AUTH_FAILURE_LIMIT",
-	"GATEWAY_IDEMPOTENCY_TTL", "GATEWAY_IDEMPOTENCY_LOCK_TTL", "GATEWAY_KEY_CACHE_TTL",
-}
-
-// devOnly are the safety settings the local stack relaxes by default.
+// devOnly are the safety settings of webhooks-svc the local stack relaxes by default.
 var devOnly = []string{"WEBHOOKS_ALLOW_PRIVATE", "WEBHOOKS_TLS_INSECURE"}
 
-func run(ctx context.Context, getenv func(string) string, stdout io.Writer) error {
-	r := config.NewReader(getenv)
-	root, err := repoRoot(r.String("REPO_ROOT", ""))
+// run takes the whole environment rather than a getenv: handing each program the settings it
+// documents (stack.Options.Environ) is the launcher's job.
+func run(ctx context.Context, environ []string, stdout io.Writer) error {
+	opts, err := options(environ, stdout)
 	if err != nil {
 		return err
 	}
-	dataDir := r.String("DATA_DIR", ".data")
-	if !filepath.IsAbs(dataDir) {
-		dataDir = filepath.Join(root, dataDir)
-	}
-	opts := stack.Options{
-		RepoRoot:    root,
-		DataDir:     dataDir,
-		MongoURI:    r.String("MONGODB_URI", ""),
-		RedisURL:    r.String("REDIS_URL", ""),
-		GatewayAddr: r.String("GATEWAY_ADDR", "127.0.0.1:8080"),
-		AdminAddr:   r.String("ADMIN_ADDR", "127.0.0.1:8081"),
-		AdminToken:  r.String("ADMIN_TOKEN", ""),
-		DevAPIKey:   r.String("RENTAL_DEV_API_KEY", ""),
-		Env:         map[string]string{},
-		Output:      stdout,
-	}
-	if err := r.Err(); err != nil {
-		return err
-	}
-	if opts.AdminToken == "" {
-		if opts.AdminToken, err = keptSecret(filepath.Join(dataDir, "admin_token"), "admin_"); err != nil {
-			return err
-		}
-	}
-	for _, k := range passThrough {
-		if v := getenv(k); v != "" {
-			opts.Env[k] = v
-		}
-	}
-	// On one machine, webhook receivers are usually on localhost with self-signed certificates,
-	// so the local stack lifts the private-address guard and certificate checks (both off by
-	// default in every deployment) unless told otherwise; the banner says so.
-	for _, k := range devOnly {
-		opts.Env[k] = r.String(k, "true")
-	}
-
-	fmt.Fprintf(stdout, "Building and starting the Rental Platform (data in %s)...\n", dataDir)
+	fmt.Fprintf(stdout, "Building and starting the Rental Platform (data in %s)...\n", opts.DataDir)
 	st, err := stack.Start(ctx, opts)
 	if err != nil {
 		return err
@@ -92,7 +46,63 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	}
 }
 
+// options reads the launcher's own settings from environ and hands the rest to the stack.
+func options(environ []string, stdout io.Writer) (stack.Options, error) {
+	getenv := lookup(environ)
+	r := config.NewReader(getenv)
+	root, err := repoRoot(r.String("REPO_ROOT", ""))
+	if err != nil {
+		return stack.Options{}, err
+	}
+	dataDir := r.String("DATA_DIR", ".data")
+	if !filepath.IsAbs(dataDir) {
+		dataDir = filepath.Join(root, dataDir)
+	}
+	opts := stack.Options{
+		RepoRoot:    root,
+		DataDir:     dataDir,
+		MongoURI:    r.String("MONGODB_URI", ""),
+		RedisURL:    r.String("REDIS_URL", ""),
+		GatewayAddr: r.String("GATEWAY_ADDR", "127.0.0.1:8080"),
+		AdminAddr:   r.String("ADMIN_ADDR", "127.0.0.1:8081"),
+		AdminToken:  r.String("ADMIN_TOKEN", ""),
+		DevAPIKey:   r.String("RENTAL_DEV_API_KEY", ""),
+		Environ:     environ,
+		ProgramEnv:  map[string]map[string]string{"webhooks-svc": {}},
+		Output:      stdout,
+	}
+	if err := r.Err(); err != nil {
+		return stack.Options{}, err
+	}
+	if opts.AdminToken == "" {
+		if opts.AdminToken, err = keptSecret(filepath.Join(dataDir, "admin_token"), "admin_"); err != nil {
+			return stack.Options{}, err
+		}
+	}
+	// On one machine, webhook receivers are usually on localhost with self-signed certificates,
+	// so the local stack lifts the private-address guard and certificate checks (both off by
+	// default in every deployment) unless told otherwise; the banner says so.
+	for _, k := range devOnly {
+		opts.ProgramEnv["webhooks-svc"][k] = r.String(k, "true")
+	}
+	return opts, nil
+}
+
+// lookup is os.Getenv over environ: the first of duplicates counts.
+func lookup(environ []string) func(string) string {
+	m := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			if _, seen := m[k]; !seen {
+				m[k] = v
+			}
+		}
+	}
+	return func(k string) string { return m[k] }
+}
+
 func printBanner(w io.Writer, st *stack.Stack, opts stack.Options) {
+	getenv := lookup(opts.Environ)
 	var b strings.Builder
 	b.WriteString("\n================ Rental Platform is running ================\n")
 	fmt.Fprintf(&b, "  API gateway    %s\n", st.GatewayURL)
@@ -117,7 +127,7 @@ func printBanner(w io.Writer, st *stack.Stack, opts stack.Options) {
 	for _, l := range []struct{ name, env, def string }{
 		{"test", "GATEWAY_RATE_LIMIT_TEST", "25"}, {"live", "GATEWAY_RATE_LIMIT_LIVE", "100"},
 	} {
-		v := opts.Env[l.env]
+		v := getenv(l.env)
 		if v == "" {
 			v = l.def
 		}
@@ -131,8 +141,9 @@ func printBanner(w io.Writer, st *stack.Stack, opts stack.Options) {
 	fmt.Fprintf(&b, "\n  Rate limits per account: %s; 0 turns one off\n", strings.Join(limits, ", "))
 	b.WriteString("\n  Webhook deliveries on this machine:\n")
 	for _, k := range devOnly {
-		fmt.Fprintf(&b, "    %s=%s", k, opts.Env[k])
-		if opts.Env[k] == "true" {
+		v := opts.ProgramEnv["webhooks-svc"][k]
+		fmt.Fprintf(&b, "    %s=%s", k, v)
+		if v == "true" {
 			b.WriteString("   (relaxed for local receivers; off in any real deployment)")
 		}
 		b.WriteString("\n")

@@ -1,6 +1,8 @@
 // Package service assembles the runtime every service process shares — JSON logger, tracing,
 // the MongoDB database, and the Fiber app with gateway identity and health checks — so each
-// service's run() only composes what is its own: adapters, use cases and routes.
+// service's run() only composes what is its own: adapters, use cases and routes. A Spec
+// describes one service (name, default address and database); Spec.Run is the whole run() of a
+// service that reads only the shared settings.
 package service
 
 import (

@@ -1,5 +1,7 @@
 // Package servicetest starts a program's run() in-process for component tests, the way main
-// does, and finds the addresses it listens on from its "listening" log lines.
+// does, and finds the addresses it listens on from its "listening" log lines. Component is the
+// check every service behind the gateway passes. Import it from _test.go files only: it links
+// the embedded store (testkit).
 package servicetest
 
 import (

@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -29,11 +30,31 @@ import (
 )
 
 // Programs in start order: the services first, the gateway (which needs their addresses) last.
-var services = []struct{ Name, Database, DefaultAddr string }{
-	{"verification-svc", "verification", "127.0.0.1:8091"},
-	{"collections-svc", "collections", "127.0.0.1:8092"},
-	{"payments-svc", "payments", "127.0.0.1:8093"},
-	{"webhooks-svc", "webhooks", "127.0.0.1:8094"},
+// Settings are the variables of Options.Environ a program is given, each a prefix (ending in
+// "_") or a whole name: the ones its documentation lists (docs/architecture.md, docs/events.md).
+var services = []struct {
+	Name, Database, DefaultAddr string
+	Settings                    []string
+}{
+	{"verification-svc", "verification", "127.0.0.1:8091", []string{"VERIFICATION_", "OUTBOX_"}},
+	{"collections-svc", "collections", "127.0.0.1:8092", []string{"COLLECTIONS_", "OUTBOX_"}},
+	{"payments-svc", "payments", "127.0.0.1:8093", []string{"PAYMENTS_", "OUTBOX_"}},
+	{"webhooks-svc", "webhooks", "127.0.0.1:8094", []string{"WEBHOOKS_", "OUTBOX_", "EVENTS_"}},
+}
+
+// gatewaySettings are the gateway's, as Settings above.
+var gatewaySettings = []string{"GATEWAY_", "ADMIN_", "UPSTREAM_TIMEOUT", "BODY_LIMIT", "UPLOAD_BODY_LIMIT"}
+
+// everyProgram are the settings every program reads, and what a Go program needs of its
+// surroundings.
+var everyProgram = []string{"LOG_LEVEL", "SHUTDOWN_TIMEOUT", "OTEL_", "PATH", "HOME", "TMPDIR"}
+
+// stackSet are the variables the stack sets itself (and the service URLs of
+// gatewayUpstreamVar): never taken from Options.Environ, so the processes always find each
+// other, their store and their shared secret.
+var stackSet = []string{
+	"HTTP_ADDR", "MONGODB_URI", "MONGODB_DATABASE", "REDIS_URL", "INTERNAL_AUTH_SECRET",
+	"GATEWAY_ADDR", "ADMIN_ADDR", "ADMIN_TOKEN",
 }
 
 // gatewayUpstreamVar names the gateway variable that points at each service.
@@ -57,9 +78,13 @@ type Options struct {
 	AdminAddr      string
 	// Ephemeral puts every service on a free port instead of its default one (tests).
 	Ephemeral  bool
-	AdminToken string            // empty: a random one for this run
-	DevAPIKey  string            // empty: the one kept in DataDir, or a new one
-	Env        map[string]string // passed to every program (PATH, LOG_LEVEL, OTEL_*, ...)
+	AdminToken string // empty: a random one for this run
+	DevAPIKey  string // empty: the one kept in DataDir, or a new one
+	// Environ is the caller's environment ("NAME=value", as os.Environ): each program is given
+	// the variables of it that it documents (its Settings, and everyProgram's), none that the
+	// stack sets itself, and nothing else.
+	Environ []string
+	Env     map[string]string // passed to every program (PATH, LOG_LEVEL, OTEL_*, ...); wins over Environ
 	// ProgramEnv adds variables to one program, by name ("webhooks-svc", "gateway", …), on
 	// top of Env and of what the stack sets itself (which it may override, HTTP_ADDR too).
 	ProgramEnv map[string]map[string]string
@@ -165,13 +190,10 @@ func Start(ctx context.Context, opts Options) (st *Stack, err error) {
 		s.Embedded = append(s.Embedded, "Redis: embedded miniredis (in memory, lost on exit)")
 	}
 
-	common := map[string]string{
+	shared := map[string]string{
 		"MONGODB_URI":          s.MongoURI,
 		"REDIS_URL":            s.RedisURL,
 		"INTERNAL_AUTH_SECRET": s.InternalAuthSecret,
-	}
-	for k, v := range opts.Env {
-		common[k] = v
 	}
 	gatewayEnv := map[string]string{
 		"GATEWAY_ADDR":     opts.GatewayAddr,
@@ -184,10 +206,10 @@ func Start(ctx context.Context, opts Options) (st *Stack, err error) {
 		if opts.Ephemeral {
 			addr = "127.0.0.1:0"
 		}
-		env := map[string]string{"HTTP_ADDR": addr, "MONGODB_DATABASE": opts.DatabasePrefix + svc.Database}
+		own := map[string]string{"HTTP_ADDR": addr, "MONGODB_DATABASE": opts.DatabasePrefix + svc.Database}
 		prog := &program{
 			name: svc.Name, path: filepath.Join(bin, svc.Name),
-			env:      merge(merge(common, env), opts.ProgramEnv[svc.Name]),
+			env:      programEnv(opts, svc.Name, svc.Settings, shared, own),
 			addrVars: map[string]string{"http": "HTTP_ADDR"}, want: []string{"http"},
 		}
 		addrs, err := s.startProgram(ctx, prog)
@@ -200,7 +222,7 @@ func Start(ctx context.Context, opts Options) (st *Stack, err error) {
 	}
 	gw := &program{
 		name: "gateway", path: filepath.Join(bin, "gateway"),
-		env:      merge(merge(common, gatewayEnv), opts.ProgramEnv["gateway"]),
+		env:      programEnv(opts, "gateway", gatewaySettings, shared, gatewayEnv),
 		addrVars: map[string]string{"public": "GATEWAY_ADDR", "admin": "ADMIN_ADDR"}, want: []string{"public", "admin"},
 	}
 	addrs, err := s.startProgram(ctx, gw)
@@ -561,8 +583,54 @@ func merge(a, b map[string]string) map[string]string {
 	return out
 }
 
+// programEnv is the whole environment of one program, later sources winning: what the stack
+// gives every program (shared), the variables of Options.Environ the program documents
+// (settings and everyProgram), Options.Env, what the stack sets for this program (own), and
+// Options.ProgramEnv.
+func programEnv(opts Options, name string, settings []string, shared, own map[string]string) map[string]string {
+	env := merge(shared, documented(opts.Environ, everyProgram, settings))
+	for _, m := range []map[string]string{opts.Env, own, opts.ProgramEnv[name]} {
+		env = merge(env, m)
+	}
+	return env
+}
+
+// documented picks from environ the variables matching a pattern (a prefix ending in "_", or a
+// whole name) that the stack does not set itself. As with os.Getenv, the first of duplicates
+// counts.
+func documented(environ []string, patterns ...[]string) map[string]string {
+	all := slices.Concat(patterns...)
+	out := map[string]string{}
+	for _, kv := range environ {
+		k, v, ok := strings.Cut(kv, "=")
+		if _, seen := out[k]; !ok || seen || setByStack(k) {
+			continue
+		}
+		for _, p := range all {
+			if k == p || (strings.HasSuffix(p, "_") && strings.HasPrefix(k, p)) {
+				out[k] = v
+				break
+			}
+		}
+	}
+	return out
+}
+
+func setByStack(name string) bool {
+	if slices.Contains(stackSet, name) {
+		return true
+	}
+	for _, v := range gatewayUpstreamVar {
+		if v == name {
+			return true
+		}
+	}
+	return false
+}
+
 // environ gives a program exactly the variables it is configured with, so a stray variable in
-// the developer's shell cannot change how a service behaves.
+// the developer's shell cannot change how a service behaves: what reaches it from there is what
+// it documents (Options.Environ).
 func environ(env map[string]string) []string {
 	var out []string
 	for k, v := range env {

@@ -1,0 +1,29 @@
+package main
+
+import (
+	"io"
+	"slices"
+	"testing"
+)
+
+// The launcher reads its own settings, hands its whole environment to the stack (which gives
+// each program what it documents) and relaxes the delivery safeguards unless told otherwise.
+func TestOptions(t *testing.T) {
+	dir := t.TempDir()
+	environ := []string{"DATA_DIR=" + dir, "ADMIN_TOKEN=admin_given_token", "GATEWAY_ADDR=127.0.0.1:9080",
+		"WEBHOOKS_RETRY_SCHEDULE=1s,1s", "WEBHOOKS_TLS_INSECURE=false"}
+	opts, err := options(environ, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.DataDir != dir || opts.AdminToken != "admin_given_token" || opts.GatewayAddr != "127.0.0.1:9080" || opts.AdminAddr != "127.0.0.1:8081" {
+		t.Errorf("launcher settings: %+v", opts)
+	}
+	if !slices.Equal(opts.Environ, environ) {
+		t.Errorf("Environ = %v; want the launcher's environment", opts.Environ)
+	}
+	dev := opts.ProgramEnv["webhooks-svc"]
+	if dev["WEBHOOKS_ALLOW_PRIVATE"] != "true" || dev["WEBHOOKS_TLS_INSECURE"] != "false" {
+		t.Errorf("webhooks-svc's dev defaults = %v; want ALLOW_PRIVATE true (unset), TLS_INSECURE false (as set)", dev)
+	}
+}
