@@ -7,11 +7,15 @@ import (
 
 	"rentalplatform/libs/asynqx"
 	"rentalplatform/libs/config"
+	"rentalplatform/libs/service"
 
 	"rentalplatform/webhooks-svc/internal/domain"
 )
 
-const serviceName = "webhooks-svc"
+// spec names webhooks-svc and its defaults of the settings every service shares.
+func spec() service.Spec {
+	return service.Spec{Name: "webhooks-svc", HTTPAddr: "127.0.0.1:8094", MongoDatabase: "webhooks"}
+}
 
 // Config is everything webhooks-svc reads from the environment (docs/architecture.md and
 // docs/events.md).
@@ -32,7 +36,7 @@ type Config struct {
 }
 
 func loadConfig(getenv config.Getenv) (Config, error) {
-	base, baseErr := config.LoadBase(getenv, config.Defaults{HTTPAddr: "127.0.0.1:8094", MongoDatabase: "webhooks"})
+	base, baseErr := config.LoadBase(getenv, spec().Defaults())
 	r := config.NewReader(getenv)
 	cfg := Config{
 		Base:                base,

@@ -11,7 +11,6 @@ import (
 	"github.com/hibiken/asynq"
 
 	"rentalplatform/libs/asynqx"
-	"rentalplatform/libs/docstore"
 	"rentalplatform/libs/events"
 	"rentalplatform/libs/ids"
 	"rentalplatform/libs/outbox"
@@ -42,7 +41,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	if err != nil {
 		return err
 	}
-	rt, err := service.Start(ctx, serviceName, cfg.Base, stdout)
+	rt, err := service.Start(ctx, spec().Name, cfg.Base, stdout)
 	if err != nil {
 		return err
 	}
@@ -57,17 +56,13 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	rt.OnClose(func(context.Context) error { return client.Close() })
 	rt.AddCheck("redis", func(context.Context) error { return client.Ping() })
 
-	store, err := docstore.Open(ctx, rt.DB)
-	if err != nil {
-		return fail(err)
-	}
 	// Outbox: the store hands the events of each write to the relay's fast path; the relay
 	// catches what it missed once it has waited longer than a fast path takes.
 	relay := outbox.NewRelay(outbox.NewPublisher(client, prop), log, cfg.OutboxRelayInterval,
 		max(2*time.Second, 2*cfg.OutboxRelayInterval))
-	endpoints := mongo.NewRepository(store, relay, cfg.EndpointCacheTTL)
-	eventStore := mongo.NewEvents(store)
-	deliveries := mongo.NewDeliveries(store)
+	endpoints := mongo.NewRepository(rt.Store, relay, cfg.EndpointCacheTTL)
+	eventStore := mongo.NewEvents(rt.Store)
+	deliveries := mongo.NewDeliveries(rt.Store)
 	if err := endpoints.EnsureIndexes(ctx); err != nil {
 		return fail(err)
 	}

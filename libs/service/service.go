@@ -11,23 +11,29 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
-	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"rentalplatform/libs/config"
+	"rentalplatform/libs/docstore"
 	"rentalplatform/libs/fiberx"
 	"rentalplatform/libs/identity"
 	"rentalplatform/libs/mongox"
 	"rentalplatform/libs/telemetry"
 )
 
+// openTimeout bounds the first exchange with MongoDB at start (which store it is), so a service
+// pointed at an unreachable server fails with a message instead of hanging.
+const openTimeout = 30 * time.Second
+
 // Runtime is a started service process.
 type Runtime struct {
 	Name string
 	Log  *slog.Logger
 	Tel  *telemetry.Telemetry
-	DB   *mongo.Database
+	// Store is the service's database, opened with the strategy its server needs.
+	Store *docstore.DB
 	// App serves the service's routes; every route but /healthz and /readyz requires a valid
 	// gateway identity.
 	App *fiber.App
@@ -54,8 +60,13 @@ func Start(ctx context.Context, name string, cfg config.Base, stdout io.Writer) 
 	if err != nil {
 		return nil, errors.Join(err, rt.Close())
 	}
-	rt.DB = db
 	rt.OnClose(client.Disconnect)
+	openCtx, cancel := context.WithTimeout(ctx, openTimeout)
+	rt.Store, err = docstore.Open(openCtx, db)
+	cancel()
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("%s: %w", name, err), rt.Close())
+	}
 	rt.AddCheck("mongodb", func(ctx context.Context) error { return mongox.Ping(ctx, db) })
 	rt.App = fiberx.New(fiberx.Config{Service: name, Logger: rt.Log, Signer: signer,
 		TracerProvider: rt.Tel.TracerProvider, Propagator: rt.Tel.Propagator})

@@ -17,11 +17,16 @@ type Spec struct {
 	MongoDatabase string // default MONGODB_DATABASE, "payments"
 }
 
+// Defaults are the service's defaults of the shared settings.
+func (s Spec) Defaults() config.Defaults {
+	return config.Defaults{HTTPAddr: s.HTTPAddr, MongoDatabase: s.MongoDatabase}
+}
+
 // LoadBase reads the settings every service shares (docs/architecture.md), with this
 // service's defaults, reporting every problem at once. A service with settings of its own
 // calls it from its loadConfig and embeds the result in its Config.
 func (s Spec) LoadBase(getenv config.Getenv) (config.Base, error) {
-	base, err := config.LoadBase(getenv, config.Defaults{HTTPAddr: s.HTTPAddr, MongoDatabase: s.MongoDatabase})
+	base, err := config.LoadBase(getenv, s.Defaults())
 	if err != nil {
 		return config.Base{}, fmt.Errorf("config: %w", err)
 	}
