@@ -18,8 +18,8 @@ import (
 // indexes _id as the expression `_ferretdb_sjson->"_id"`, but updates and deletes documents
 // with `WHERE _ferretdb_sjson->'$._id' = ?`. SQLite uses an expression index only for the
 // very same expression, so every update and delete by _id scans the whole table, and a
-// collection that grows gets slower to write with every document (measured on this machine,
-// 5,000 documents: 175 updates/s without the index below, 3,250/s with it; finds unchanged).
+// collection that grows gets slower to write with every document (figures in
+// docs/architecture.md, "What the embedded store costs").
 //
 // The store therefore adds, to every collection table, an index on the expression FerretDB's
 // writes use. SQLite drops it with its table; FerretDB's own index metadata is not touched.
@@ -95,8 +95,8 @@ func indexDatabase(ctx context.Context, file string) error {
 	}
 	// FerretDB's connections do not checkpoint (wal_autocheckpoint(0), see Start): a commit
 	// that crossed SQLite's 1,000-page mark copied the WAL into the database file there and
-	// then, holding the write lock, 17 % of a replace's CPU. This checkpoint runs beside the
-	// writers (PASSIVE: it waits for nobody and nobody waits for it).
+	// then, holding the write lock, which every other writer waited for. This checkpoint runs
+	// beside the writers (PASSIVE: it waits for nobody and nobody waits for it).
 	if _, err := db.ExecContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}

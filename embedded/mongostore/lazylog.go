@@ -10,8 +10,8 @@ import (
 //
 // FerretDB's SQL layer calls logger.With(args, rows, time, error) around every statement and
 // then logs at DEBUG, which is almost never enabled. slog's built-in handlers format the attrs
-// in With, so every statement paid for text it threw away: 8 % of the embedded store's CPU on
-// a replace by _id (BenchmarkOps' profile). This wrapper only remembers them.
+// in With, so every statement paid for text it threw away (a visible share of a replace's CPU
+// in BenchmarkOps' profile; docs/architecture.md). This wrapper only remembers them.
 type lazyHandler struct {
 	h   slog.Handler
 	ops []func(slog.Handler) slog.Handler // With* calls not yet applied, in order

@@ -18,10 +18,9 @@ import (
 // Why: SQLite has a single writer per database file, and FerretDB gives each database a pool
 // of up to 100 SQLite connections. Two writes that overlap make the second wait in SQLite's
 // default busy handler, which sleeps 1, 2, 5 … 50, then 100 ms between tries and does not
-// queue: with dozens of service goroutines writing, the lock sat free while its waiters slept.
-// Measured with the event-to-delivery bench at 200 events/s: 1,571 sleeps of 100 ms in 5 s, a
-// quarter of the CPU idle, and latencies of seconds. Queued here instead, a writer starts the
-// moment the one before it answers.
+// queue: with dozens of service goroutines writing, the lock sat free while its waiters slept
+// (the figures are in docs/architecture.md, "What the embedded store costs"). Queued here
+// instead, a writer starts the moment the one before it answers.
 //
 // Reads pass straight through: SQLite's WAL lets them run beside the writer. Only the command
 // is inspected (its name and $db); bytes are relayed unchanged.

@@ -17,9 +17,8 @@ import (
 // clockStep is how often the store's clock moves. miniredis advances TTLs by visiting (and
 // sorting) every key each time its clock has moved when a command arrives; following the wall
 // clock, that is every command, and under a backlog of queued tasks it took most of a core and
-// grew with the backlog (measured with the delivery benchmark: 26 deliveries/s at 50 events/s ×
-// 20 endpoints). Moving the clock in steps bounds that work to once per step; keys expire, and
-// TIME advances, at most one step late.
+// grew with the backlog (docs/architecture.md, "The embedded Redis"). Moving the clock in steps
+// bounds that work to once per step; keys expire, and TIME advances, at most one step late.
 const clockStep = 5 * time.Millisecond
 
 // Options configures Start.

@@ -20,8 +20,8 @@ var errNoMatch = errors.New("docstore: no document matched the write's filter")
 // batcher writes to one collection with group commit: writes that arrive while a command is
 // running are sent together, in the next command (an unordered bulk write). A lone write goes
 // out at once, so batching costs no latency when the store is idle and saves most of the
-// per-command cost when it is busy (on the embedded store a write costs about a third as much
-// in a batch of 20 as alone: docs/architecture.md, "What one operation costs").
+// per-command cost when it is busy (on the embedded store a write in a batch costs a fraction
+// of one alone: docs/architecture.md, "What one operation costs").
 //
 // Each write reports its own outcome. A batch whose updates did not all match has its updates
 // sent again one at a time, so every caller learns whether its own matched (errNoMatch): the

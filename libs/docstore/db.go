@@ -87,7 +87,7 @@ func (mongoDB) writer(coll *mongo.Collection) writer {
 // and its write: a conditional replace there is neither atomic nor index-backed. One process
 // owns its data and serialises the writers of each document (see queue.go), so what the process
 // read is what is stored, and writes by _id alone are correct. SQLite has one writer per
-// database: a write costs about a third as much in a batch, so writes are group-committed. It
+// database, and a write costs much less in a batch than alone, so writes are group-committed. It
 // uses no secondary index for a query (only unique indexes are worth their cost on every
 // write), and refuses TTL indexes.
 type embedded struct{}

@@ -15,7 +15,7 @@
 //   - The embedded store: a conditional write there is neither atomic nor index-backed, so
 //     writes filter on {_id} alone, which is correct because one process owns the data and
 //     writers of one document are serialised in-process; writes are group-committed (a
-//     write costs about a third as much in a batch); the fast path leaves published events to
+//     write costs much less in a batch than alone); the fast path leaves published events to
 //     the aggregate's next write and to the relay (a clear costs as much as the write that
 //     raised the event); only unique indexes are created (SQLite is never handed a filter it
 //     could serve with another); TTL indexes are refused by the store.

@@ -127,7 +127,7 @@ func causeAndMeasure(ctx context.Context, api apiClient, rcv *receiver.Receiver,
 		return out
 	}
 	// Waiting counts arrivals (cheap); the requests themselves are read once, at the end: copying
-	// them on every poll took a tenth of the machine's CPU away from what is measured.
+	// them on every poll took CPU away from what is measured.
 	deadline := time.Now().Add(60 * time.Second)
 	for rcv.Count("")-before < want && time.Now().Before(deadline) && ctx.Err() == nil {
 		time.Sleep(50 * time.Millisecond)
