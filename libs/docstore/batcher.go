@@ -3,7 +3,6 @@ package docstore
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -116,7 +115,6 @@ func (b *batcher) flush(ctx context.Context) {
 
 // send runs batch as one unordered bulk write and returns each write's outcome.
 func (b *batcher) send(ctx context.Context, batch []*batchItem) []error {
-	errs := make([]error, len(batch))
 	models := make([]mongo.WriteModel, len(batch))
 	updates := 0
 	for i, it := range batch {
@@ -126,19 +124,8 @@ func (b *batcher) send(ctx context.Context, batch []*batchItem) []error {
 		}
 	}
 	res, err := b.coll.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false))
-	var bwe mongo.BulkWriteException
-	switch {
-	case err == nil:
-	case errors.As(err, &bwe) && bwe.WriteConcernError == nil:
-		for _, we := range bwe.WriteErrors {
-			if we.Index >= 0 && we.Index < len(errs) {
-				errs[we.Index] = fmt.Errorf("write to %s: %w", b.coll.Name(), we)
-			}
-		}
-	default:
-		for i := range errs {
-			errs[i] = fmt.Errorf("write to %s: %w", b.coll.Name(), err)
-		}
+	errs := eachError(err, len(batch))
+	if err != nil && !isPerWrite(err) {
 		return errs
 	}
 	failed := 0 // updates that failed outright, which match nothing
@@ -169,7 +156,7 @@ func (b *batcher) send(ctx context.Context, batch []*batchItem) []error {
 		}
 		switch {
 		case err != nil:
-			errs[i] = fmt.Errorf("write to %s: %w", b.coll.Name(), err)
+			errs[i] = err
 		case r.MatchedCount == 0:
 			errs[i] = errNoMatch
 		}
@@ -183,4 +170,31 @@ func isUpdate(m mongo.WriteModel) bool {
 		return true
 	}
 	return false
+}
+
+// eachError spreads the error of an unordered bulk write of n writes over them: the write
+// errors of a BulkWriteException to the writes they name, any other error to every write.
+func eachError(err error, n int) []error {
+	errs := make([]error, n)
+	var bwe mongo.BulkWriteException
+	switch {
+	case err == nil:
+	case isPerWrite(err) && errors.As(err, &bwe):
+		for _, we := range bwe.WriteErrors {
+			if we.Index >= 0 && we.Index < n {
+				errs[we.Index] = we
+			}
+		}
+	default:
+		for i := range errs {
+			errs[i] = err
+		}
+	}
+	return errs
+}
+
+// isPerWrite reports whether err is about some of a bulk write's writes, not the whole of it.
+func isPerWrite(err error) bool {
+	var bwe mongo.BulkWriteException
+	return errors.As(err, &bwe) && bwe.WriteConcernError == nil
 }

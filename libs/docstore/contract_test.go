@@ -10,11 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hibiken/asynq"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
-	"go.opentelemetry.io/otel/propagation"
 
 	"rentalplatform/embedded/testkit"
 	"rentalplatform/libs/docstore"
@@ -22,6 +20,7 @@ import (
 	"rentalplatform/libs/ids"
 	"rentalplatform/libs/listing"
 	"rentalplatform/libs/outbox"
+	"rentalplatform/libs/outbox/outboxtest"
 )
 
 // The store's contract, on the embedded store in `make test` and on a real MongoDB whenever
@@ -40,55 +39,12 @@ var errNoAccount = errors.New("no such account")
 
 func notFound(string) error { return errNoAccount }
 
-// queue is an events queue in memory: it records what is enqueued once per event id (a second
-// enqueue of an id is asynq's task-id conflict) and fails while down.
-type queue struct {
-	mu        sync.Mutex
-	down      bool
-	published map[string]int // event id → times enqueued
-}
-
-func newQueue() *queue { return &queue{published: map[string]int{}} }
-
-func (q *queue) EnqueueContext(_ context.Context, task *asynq.Task, _ ...asynq.Option) (*asynq.TaskInfo, error) {
-	e, err := events.Unmarshal(task.Payload())
-	if err != nil {
-		return nil, err
-	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.down {
-		return nil, errors.New("queue down")
-	}
-	q.published[e.ID]++
-	if q.published[e.ID] > 1 {
-		return nil, asynq.ErrTaskIDConflict
-	}
-	return &asynq.TaskInfo{ID: e.ID}, nil
-}
-
-func (q *queue) setDown(down bool) { q.mu.Lock(); q.down = down; q.mu.Unlock() }
-
-// ids returns the event ids enqueued, and any enqueued more than once.
-func (q *queue) ids() (all, twice []string) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	for id, n := range q.published {
-		all = append(all, id)
-		if n > 1 {
-			twice = append(twice, id)
-		}
-	}
-	slices.Sort(all)
-	return all, twice
-}
-
 // env is one process's view of a test database.
 type env struct {
 	db     *docstore.DB
 	coll   *docstore.Collection[account]
 	relay  *outbox.Relay
-	queue  *queue
+	queue  *outboxtest.Queue
 	gen    *ids.Generator
 	client *mongo.Database
 }
@@ -123,8 +79,8 @@ func newEnv(t *testing.T, s strategy, raw *mongo.Database, cache int) *env {
 	if s == mongoDBStrategy {
 		db = docstore.AsMongoDB(db)
 	}
-	q := newQueue()
-	relay := outbox.NewRelay(outbox.NewPublisher(q, propagation.TraceContext{}), nil, time.Hour, 0)
+	q := &outboxtest.Queue{}
+	relay := outboxtest.NewRelay(q)
 	coll := docstore.NewCollection[account](db, "accounts", docstore.Options{NotFound: notFound, Outbox: relay, Cache: cache})
 	if err := coll.EnsureIndexes(t.Context(), mongo.IndexModel{
 		Keys: bson.D{{Key: "owner", Value: 1}, {Key: "_id", Value: -1}}, Options: options.Index().SetName("owner_id"),
@@ -277,7 +233,7 @@ func TestConcurrentWritersOfOneDocument(t *testing.T) {
 				if _, err := e.coll.Insert(ctx, account{Meta: docstore.Meta{ID: "acc_1"}}); err != nil {
 					t.Fatal(err)
 				}
-				e.queue.setDown(true) // keep the events in the outbox, where the test can see them
+				e.queue.SetDown(true) // keep the events in the outbox, where the test can see them
 				const writers = 64
 				raised := make([]string, writers)
 				var wg sync.WaitGroup
@@ -305,9 +261,9 @@ func TestConcurrentWritersOfOneDocument(t *testing.T) {
 				if got := slices.Sorted(slices.Values(outboxIDs(s))); !slices.Equal(got, raised) {
 					t.Fatalf("outbox holds %d events (%v), want each of the %d raised exactly once", len(got), got, writers)
 				}
-				e.queue.setDown(false)
+				e.queue.SetDown(false)
 				e.relay.Sweep(ctx)
-				all, twice := e.queue.ids()
+				all, twice := e.queue.IDs(), e.queue.Repeated()
 				if !slices.Equal(all, raised) || len(twice) > 0 {
 					t.Fatalf("published %d (twice: %v), want the %d raised", len(all), twice, writers)
 				}
@@ -368,7 +324,7 @@ func TestRelayAfterACrashBetweenWriteAndPublish(t *testing.T) {
 		raw := testkit.MongoDatabase(t)
 		crashed := newEnv(t, s, raw, 0)
 		ctx := t.Context()
-		crashed.queue.setDown(true) // the fast path never gets its events out
+		crashed.queue.SetDown(true) // the fast path never gets its events out
 		created, updated := crashed.event(t, "acc_1"), crashed.event(t, "acc_1")
 		a := account{Meta: docstore.Meta{ID: "acc_1"}, Balance: 1}
 		a.Raise(created)
@@ -384,7 +340,7 @@ func TestRelayAfterACrashBetweenWriteAndPublish(t *testing.T) {
 		if n := next.relay.Sweep(ctx); n != 2 {
 			t.Fatalf("the next process's relay published %d events, want 2", n)
 		}
-		all, twice := next.queue.ids()
+		all, twice := next.queue.IDs(), next.queue.Repeated()
 		if want := []string{created.ID, updated.ID}; !slices.Equal(all, want) || len(twice) > 0 {
 			t.Fatalf("published %v (twice %v), want %v", all, twice, want)
 		}
@@ -411,7 +367,7 @@ func TestFastPath(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.relay.Wait()
-		if all, _ := e.queue.ids(); !slices.Equal(all, []string{first.ID}) {
+		if all := e.queue.IDs(); !slices.Equal(all, []string{first.ID}) {
 			t.Fatalf("published %v after the insert", all)
 		}
 		st, _ := e.stored(t, "acc_1")
@@ -429,7 +385,7 @@ func TestFastPath(t *testing.T) {
 		if n := e.relay.Sweep(ctx); n != 0 {
 			t.Fatalf("the sweep published %d events again", n)
 		}
-		all, twice := e.queue.ids()
+		all, twice := e.queue.IDs(), e.queue.Repeated()
 		if !slices.Equal(all, []string{first.ID, second.ID}) || len(twice) > 0 {
 			t.Fatalf("published %v (twice %v)", all, twice)
 		}
@@ -444,7 +400,7 @@ func TestClearKeepsEventsAppendedMeanwhile(t *testing.T) {
 	eachStrategy(t, func(t *testing.T, s strategy) {
 		e := newEnv(t, s, testkit.MongoDatabase(t), 0)
 		ctx := t.Context()
-		e.queue.setDown(true)
+		e.queue.SetDown(true)
 		first, second := e.event(t, "acc_1"), e.event(t, "acc_1")
 		a := account{Meta: docstore.Meta{ID: "acc_1"}}
 		a.Raise(first, second)
@@ -477,7 +433,7 @@ func TestDeletedAggregateWaitsForItsEvent(t *testing.T) {
 	eachStrategy(t, func(t *testing.T, s strategy) {
 		e := newEnv(t, s, testkit.MongoDatabase(t), 10)
 		ctx := t.Context()
-		e.queue.setDown(true)
+		e.queue.SetDown(true)
 		if _, err := e.coll.Insert(ctx, account{Meta: docstore.Meta{ID: "acc_1"}, Owner: "ann"}); err != nil {
 			t.Fatal(err)
 		}
@@ -503,7 +459,7 @@ func TestDeletedAggregateWaitsForItsEvent(t *testing.T) {
 		if _, ok := e.stored(t, "acc_1"); !ok {
 			t.Fatal("removed before its event was published")
 		}
-		e.queue.setDown(false)
+		e.queue.SetDown(false)
 		if n := e.relay.Sweep(ctx); n != 1 {
 			t.Fatalf("published %d", n)
 		}

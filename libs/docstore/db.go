@@ -116,29 +116,12 @@ func versioned(id string, version int64) bson.D {
 }
 
 func (w direct) insert(ctx context.Context, docs []bson.Raw) []error {
-	errs := make([]error, len(docs))
 	if len(docs) == 1 {
-		if _, err := w.coll.InsertOne(ctx, docs[0]); err != nil {
-			errs[0] = err
-		}
-		return errs
+		_, err := w.coll.InsertOne(ctx, docs[0])
+		return []error{err}
 	}
 	_, err := w.coll.InsertMany(ctx, docs, options.InsertMany().SetOrdered(false))
-	var bwe mongo.BulkWriteException
-	switch {
-	case err == nil:
-	case errors.As(err, &bwe) && bwe.WriteConcernError == nil:
-		for _, we := range bwe.WriteErrors {
-			if we.Index >= 0 && we.Index < len(errs) {
-				errs[we.Index] = we
-			}
-		}
-	default:
-		for i := range errs {
-			errs[i] = err
-		}
-	}
-	return errs
+	return eachError(err, len(docs))
 }
 
 func (w direct) replace(ctx context.Context, id string, version int64, doc bson.Raw) (bool, error) {

@@ -4,21 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/hibiken/asynq"
-	"go.opentelemetry.io/otel/propagation"
-
-	"rentalplatform/embedded/testkit"
-	"rentalplatform/libs/docstore"
 	"rentalplatform/libs/events"
 	"rentalplatform/libs/ids"
 	"rentalplatform/libs/outbox"
+	"rentalplatform/libs/outbox/outboxtest"
+	"rentalplatform/libs/servicetest"
 
 	"rentalplatform/webhooks-svc/internal/adapters/mongo"
 	"rentalplatform/webhooks-svc/internal/app"
@@ -65,23 +60,6 @@ func (f *fakeSender) Send(_ context.Context, r app.Request) domain.Result {
 
 func (f *fakeSender) sends() int { f.mu.Lock(); defer f.mu.Unlock(); return len(f.sent) }
 
-// fakeQueue is the events queue: it records what the outbox relay publishes.
-type fakeQueue struct {
-	mu  sync.Mutex
-	evs []events.Event
-}
-
-func (f *fakeQueue) EnqueueContext(_ context.Context, task *asynq.Task, _ ...asynq.Option) (*asynq.TaskInfo, error) {
-	e, err := events.Unmarshal(task.Payload())
-	if err != nil {
-		return nil, err
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.evs = append(f.evs, e)
-	return &asynq.TaskInfo{ID: e.ID}, nil
-}
-
 // crashingDeliveries fails at the n-th delivery created, as a crash half-way through a fan-out
 // would: the ones before it are stored, the rest are not.
 type crashingDeliveries struct {
@@ -118,7 +96,7 @@ type env struct {
 	svc    *app.Service
 	sched  *fakeScheduler
 	sender *fakeSender
-	queue  *fakeQueue
+	queue  *outboxtest.Queue
 	relay  *outbox.Relay
 	events *mongo.Events
 	delivs *crashingDeliveries
@@ -131,16 +109,13 @@ func newEnv(t *testing.T) *env { t.Helper(); return newEnvWith(t, nil) }
 // newEnvWith is newEnv with the configuration changed by configure.
 func newEnvWith(t *testing.T, configure func(*app.Config)) *env {
 	t.Helper()
-	db, err := docstore.Open(t.Context(), testkit.MongoDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	queue := &fakeQueue{}
+	db := servicetest.Store(t)
+	queue := &outboxtest.Queue{}
 	e := &env{
 		sched:  &fakeScheduler{tasks: map[string]time.Time{}},
 		sender: &fakeSender{status: 200},
 		queue:  queue,
-		relay:  outbox.NewRelay(outbox.NewPublisher(queue, propagation.TraceContext{}), nil, time.Hour, time.Hour),
+		relay:  outboxtest.NewRelay(queue),
 		events: mongo.NewEvents(db),
 		delivs: &crashingDeliveries{DeliveryRepository: mongo.NewDeliveries(db)},
 		gen:    ids.NewGenerator(nil),
@@ -291,10 +266,9 @@ func TestEndpointEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.relay.Wait()
-	// Each write's events are published on their own goroutine; ids are in creation order.
-	slices.SortFunc(e.queue.evs, func(a, b events.Event) int { return strings.Compare(a.ID, b.ID) })
+	published := e.queue.Events()
 	var types []string
-	for _, ev := range e.queue.evs {
+	for _, ev := range published {
 		types = append(types, ev.Type)
 		if *ev.Request.ID != "req_1" || *ev.Request.IdempotencyKey != "key-1" || ev.Account != e.caller.Account {
 			t.Fatalf("event %+v", ev)
@@ -304,7 +278,7 @@ func TestEndpointEvents(t *testing.T) {
 		types[0] != want[0] || types[1] != want[1] || types[2] != want[2] {
 		t.Fatalf("events %v, want %v (an update that changes nothing raises none)", types, want)
 	}
-	if prev := string(e.queue.evs[1].Data.PreviousAttributes); prev != `{"description":""}` {
+	if prev := string(published[1].Data.PreviousAttributes); prev != `{"description":""}` {
 		t.Fatalf("previous_attributes %s", prev)
 	}
 }

@@ -8,28 +8,17 @@ import (
 	"testing"
 	"time"
 
-	"rentalplatform/embedded/testkit"
 	keystore "rentalplatform/gateway/internal/adapters/mongo"
 	"rentalplatform/gateway/internal/domain"
-	"rentalplatform/libs/docstore"
 	"rentalplatform/libs/ids"
 	"rentalplatform/libs/listing"
+	"rentalplatform/libs/servicetest"
 )
-
-// openStore opens a test database (the embedded store unless MONGODB_URI is set).
-func openStore(t *testing.T) *docstore.DB {
-	t.Helper()
-	db, err := docstore.Open(t.Context(), testkit.MongoDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return db
-}
 
 // TestKeysContract runs the KeyRepository contract against MongoDB (the embedded store
 // unless MONGODB_URI is set).
 func TestKeysContract(t *testing.T) {
-	db := openStore(t)
+	db := servicetest.Store(t)
 	repo, err := keystore.NewKeys(t.Context(), db)
 	if err != nil {
 		t.Fatal(err)
@@ -451,7 +440,7 @@ func runContract(t *testing.T, repo domain.KeyRepository) {
 // The authentication lookup must stay a filter on _id alone (see the package comment); this
 // pins the stored _id to the hash so a refactor cannot quietly move it.
 func TestKeyDocumentIsKeyedBySecretHash(t *testing.T) {
-	db := openStore(t)
+	db := servicetest.Store(t)
 	repo, err := keystore.NewKeys(t.Context(), db)
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"rentalplatform/libs/ids"
 	"rentalplatform/libs/listing"
+	"rentalplatform/libs/servicetest"
 
 	"rentalplatform/webhooks-svc/internal/adapters/mongo"
 	"rentalplatform/webhooks-svc/internal/domain"
@@ -40,7 +41,7 @@ func (f *deliveryFixture) create(event, endpoint string, eventCreated time.Time)
 
 func TestDeliveryStore(t *testing.T) {
 	t.Parallel()
-	repo := mongo.NewDeliveries(openStore(t))
+	repo := mongo.NewDeliveries(servicetest.Store(t))
 	if _, err := repo.EnsureIndexes(t.Context(), time.Hour); err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +192,7 @@ func TestDeliveryStore(t *testing.T) {
 
 	t.Run("purge goes by the event's creation", func(t *testing.T) {
 		t.Parallel()
-		repo := mongo.NewDeliveries(openStore(t))
+		repo := mongo.NewDeliveries(servicetest.Store(t))
 		f := newDeliveryFixture(t, repo)
 		now := time.Now().Truncate(time.Second)
 		old := f.create("evt_"+f.gen.New(""), "we_1", now.Add(-2*time.Hour))

@@ -1,20 +1,16 @@
 package mongo_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/hibiken/asynq"
-	"go.opentelemetry.io/otel/propagation"
-
 	"rentalplatform/libs/events"
 	"rentalplatform/libs/ids"
-	"rentalplatform/libs/outbox"
+	"rentalplatform/libs/outbox/outboxtest"
+	"rentalplatform/libs/servicetest"
 
 	"rentalplatform/webhooks-svc/internal/adapters/mongo"
 	"rentalplatform/webhooks-svc/internal/domain"
@@ -30,30 +26,13 @@ func raise(t *testing.T, gen *ids.Generator, e *domain.Endpoint, typ string) eve
 	return ev
 }
 
-// recorder is an events queue that records what the relay publishes.
-type recorder struct {
-	mu  sync.Mutex
-	ids []string
-}
-
-func (r *recorder) EnqueueContext(_ context.Context, task *asynq.Task, _ ...asynq.Option) (*asynq.TaskInfo, error) {
-	e, err := events.Unmarshal(task.Payload())
-	if err != nil {
-		return nil, err
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.ids = append(r.ids, e.ID)
-	return &asynq.TaskInfo{ID: e.ID}, nil
-}
-
 // The events an endpoint raised are stored with it and published: on create, on update, and
 // on delete, after which the endpoint is gone.
 func TestEndpointEventsArePublished(t *testing.T) {
 	t.Parallel()
-	queue := &recorder{}
-	relay := outbox.NewRelay(outbox.NewPublisher(queue, propagation.TraceContext{}), nil, time.Hour, 0)
-	repo := mongo.NewRepository(openStore(t), relay, 0)
+	queue := &outboxtest.Queue{}
+	relay := outboxtest.NewRelay(queue)
+	repo := mongo.NewRepository(servicetest.Store(t), relay, 0)
 	ctx := t.Context()
 	f := newFixture(t, repo)
 	e := f.endpoint(false, "outbox")
@@ -72,10 +51,7 @@ func TestEndpointEventsArePublished(t *testing.T) {
 	}
 	relay.Wait()
 	relay.Sweep(ctx)
-	queue.mu.Lock()
-	got := slices.Sorted(slices.Values(queue.ids))
-	queue.mu.Unlock()
-	if !slices.Equal(got, want) {
+	if got := queue.IDs(); !slices.Equal(got, want) {
 		t.Fatalf("published %v, want %v", got, want)
 	}
 	if _, err := repo.Get(ctx, e.ID(), f.account, false); !errors.Is(err, domain.ErrNotFound) {
@@ -85,7 +61,7 @@ func TestEndpointEventsArePublished(t *testing.T) {
 
 func TestSubscribed(t *testing.T) {
 	t.Parallel()
-	db := openStore(t)
+	db := servicetest.Store(t)
 	for _, ttl := range []time.Duration{0, time.Hour} {
 		t.Run(fmt.Sprintf("cache=%s", ttl), func(t *testing.T) {
 			t.Parallel()
@@ -138,7 +114,7 @@ func TestSubscribed(t *testing.T) {
 // its period.
 func TestEndpointCache(t *testing.T) {
 	t.Parallel()
-	db := openStore(t)
+	db := servicetest.Store(t)
 	const ttl = 300 * time.Millisecond
 	repo := mongo.NewRepository(db, newRelay(), ttl)
 	other := mongo.NewRepository(db, newRelay(), 0) // another process
@@ -189,7 +165,7 @@ func TestEndpointCache(t *testing.T) {
 
 func TestEndpointDeliveryStateRoundTrips(t *testing.T) {
 	t.Parallel()
-	repo := mongo.NewRepository(openStore(t), newRelay(), 0)
+	repo := mongo.NewRepository(servicetest.Store(t), newRelay(), 0)
 	ctx := t.Context()
 	f := newFixture(t, repo)
 	e := f.create(false, "state")

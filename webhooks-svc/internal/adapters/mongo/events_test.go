@@ -13,6 +13,7 @@ import (
 	"rentalplatform/libs/events"
 	"rentalplatform/libs/ids"
 	"rentalplatform/libs/listing"
+	"rentalplatform/libs/servicetest"
 
 	"rentalplatform/webhooks-svc/internal/adapters/mongo"
 	"rentalplatform/webhooks-svc/internal/domain"
@@ -56,7 +57,7 @@ func (f *eventFixture) insert(typ string, created time.Time, livemode bool, n in
 
 func TestEventStore(t *testing.T) {
 	t.Parallel()
-	db := openStore(t)
+	db := servicetest.Store(t)
 	repo := mongo.NewEvents(db)
 	ttl, err := repo.EnsureIndexes(t.Context(), time.Hour)
 	if err != nil {
@@ -168,7 +169,7 @@ func TestEventStore(t *testing.T) {
 
 	t.Run("purge removes only what is older", func(t *testing.T) {
 		t.Parallel()
-		repo := mongo.NewEvents(openStore(t))
+		repo := mongo.NewEvents(servicetest.Store(t))
 		f := newEventFixture(t, repo)
 		now := time.Now().Truncate(time.Second)
 		var old []string
@@ -196,7 +197,7 @@ func TestEventPaging(t *testing.T) {
 		t.Skip("short")
 	}
 	t.Parallel()
-	repo := mongo.NewEvents(openStore(t))
+	repo := mongo.NewEvents(servicetest.Store(t))
 	f := newEventFixture(t, repo)
 	for i := range 30 {
 		f.insert(fmt.Sprintf("payment_request.%s", []string{"created", "failed", "succeeded"}[i%3]), time.Now(), false, i%2)

@@ -8,47 +8,26 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hibiken/asynq"
-	"go.opentelemetry.io/otel/propagation"
-
-	"rentalplatform/embedded/testkit"
-	"rentalplatform/libs/docstore"
 	"rentalplatform/libs/ids"
 	"rentalplatform/libs/listing"
 	"rentalplatform/libs/outbox"
+	"rentalplatform/libs/outbox/outboxtest"
+	"rentalplatform/libs/servicetest"
 
 	"rentalplatform/webhooks-svc/internal/adapters/mongo"
 	"rentalplatform/webhooks-svc/internal/domain"
 )
 
-// openStore opens a test database (the embedded store unless MONGODB_URI is set).
-func openStore(t *testing.T) *docstore.DB {
-	t.Helper()
-	db, err := docstore.Open(t.Context(), testkit.MongoDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return db
-}
-
-// newRelay returns an outbox relay whose queue drops what it is given: these tests are about
+// newRelay returns an outbox relay whose queue keeps what it is given: these tests are about
 // the repository's queries and mapping (the outbox itself is libs/docstore's, tested there).
-func newRelay() *outbox.Relay {
-	return outbox.NewRelay(outbox.NewPublisher(discard{}, propagation.TraceContext{}), nil, time.Hour, time.Hour)
-}
-
-type discard struct{}
-
-func (discard) EnqueueContext(context.Context, *asynq.Task, ...asynq.Option) (*asynq.TaskInfo, error) {
-	return &asynq.TaskInfo{}, nil
-}
+func newRelay() *outbox.Relay { return outboxtest.NewRelay(&outboxtest.Queue{}) }
 
 // The contract every domain.Repository must keep, run against each adapter. There is one
 // adapter today, the MongoDB one, run against the embedded store (or MONGODB_URI). Concurrent
 // writers, retries and other processes are the store's (libs/docstore's contract suite).
 func TestRepositoryContract(t *testing.T) {
 	t.Parallel()
-	db := openStore(t)
+	db := servicetest.Store(t)
 	if err := mongo.NewRepository(db, newRelay(), 0).EnsureIndexes(t.Context()); err != nil {
 		t.Fatal(err)
 	}
