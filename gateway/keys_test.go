@@ -84,9 +84,9 @@ func TestGatewayRestrictedKeys(t *testing.T) {
 			path, body, param string
 			status            int
 		}{
-			{"/admin/api_keys", `{"account":"acct_rk","permissions":{"charges":"read"}}`, "permissions.charges", 400},
-			{"/admin/api_keys", `{"account":"acct_rk","permissions":{"events":"all"}}`, "permissions.events", 400},
-			{"/admin/api_keys", `{"account":"acct_rk","permissions":{"events":true}}`, "permissions.events", 400},
+			{"/admin/api_keys", `{"account":"acct_rk","permissions":{"charges":"read"}}`, "permissions[charges]", 400},
+			{"/admin/api_keys", `{"account":"acct_rk","permissions":{"events":"all"}}`, "permissions[events]", 400},
+			{"/admin/api_keys", `{"account":"acct_rk","permissions":{"events":true}}`, "permissions[events]", 400},
 			{"/admin/api_keys", `{"account":"acct_rk","permissions":["events"]}`, "permissions", 400},
 			{"/admin/api_keys", `{"account":"acct_rk","rate_limit":-1}`, "rate_limit", 400},
 			{"/admin/api_keys", `{"account":"acct_rk","rate_limit":1000001}`, "rate_limit", 400},

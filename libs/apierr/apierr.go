@@ -1,11 +1,14 @@
 // Package apierr is the platform's error model: the error types and stable codes of the public
-// API, their HTTP statuses, and the JSON envelope every non-2xx response carries.
+// API, their HTTP statuses, and the JSON envelope every non-2xx response carries. It is also the
+// one place a domain error's kind (libs/domainerr) becomes a status and an envelope type.
 package apierr
 
 import (
 	"errors"
 	"fmt"
 	"net/http"
+
+	"rentalplatform/libs/domainerr"
 )
 
 // Type is the broad class of an error, the envelope's "type".
@@ -23,13 +26,13 @@ const (
 
 // Stable error codes. Clients branch on these, so they never change meaning.
 const (
-	CodeParameterMissing     = "parameter_missing"
-	CodeParameterInvalid     = "parameter_invalid"
-	CodeParameterUnknown     = "parameter_unknown"
+	CodeParameterMissing     = domainerr.CodeParameterMissing
+	CodeParameterInvalid     = domainerr.CodeParameterInvalid
+	CodeParameterUnknown     = domainerr.CodeParameterUnknown
 	CodeParametersExclusive  = "parameters_exclusive"
-	CodeResourceMissing      = "resource_missing"
-	CodeInvalidState         = "invalid_state"
-	CodeURLNotHTTPS          = "url_not_https"
+	CodeResourceMissing      = domainerr.CodeResourceMissing
+	CodeInvalidState         = domainerr.CodeInvalidState
+	CodeURLNotHTTPS          = domainerr.CodeURLNotHTTPS
 	CodeBodyInvalidJSON      = "body_invalid_json"
 	CodeBodyTooLarge         = "body_too_large"
 	CodeUnsupportedMedia     = "unsupported_media_type"
@@ -44,8 +47,8 @@ const (
 	CodeServiceUnavailable   = "service_unavailable"
 	CodeAdminTokenInvalid    = "admin_token_invalid"
 	CodeRateLimited          = "rate_limited"
-	CodeIdempotencyKeyReused = "idempotency_key_reused"
-	CodeIdempotencyKeyInUse  = "idempotency_key_in_use"
+	CodeIdempotencyKeyReused = domainerr.CodeIdempotencyKeyReused
+	CodeIdempotencyKeyInUse  = domainerr.CodeIdempotencyKeyInUse
 )
 
 // Error is an API error. It is an ordinary Go error so it can travel up through wrapping; the
@@ -109,13 +112,38 @@ func New(status int, typ Type, code, message string) *Error {
 	return &Error{Status: status, Type: typ, Code: code, Message: message}
 }
 
-// From returns the *Error inside err, or nil.
+// From returns the API error err stands for: the *Error inside it, or the mapping of the
+// *domainerr.Error inside it, or nil when it holds neither (an internal error).
 func From(err error) *Error {
 	var e *Error
 	if errors.As(err, &e) {
 		return e
 	}
+	if de := domainerr.As(err); de != nil {
+		return fromDomain(de)
+	}
 	return nil
+}
+
+// fromDomain maps a domain error's kind to its status and envelope type: the only such mapping.
+// An unknown kind is an internal error.
+func fromDomain(de *domainerr.Error) *Error {
+	e := &Error{Type: InvalidRequest, Code: de.Code, Param: de.Param, Message: de.Message}
+	switch de.Kind {
+	case domainerr.Invalid:
+		e.Status = http.StatusBadRequest
+	case domainerr.NotFound:
+		e.Status = http.StatusNotFound
+	case domainerr.Conflict:
+		e.Status = http.StatusConflict
+	case domainerr.IdempotencyInUse:
+		e.Status, e.Type = http.StatusConflict, Idempotency
+	case domainerr.IdempotencyReused:
+		e.Status, e.Type = http.StatusBadRequest, Idempotency
+	default:
+		return nil
+	}
+	return e
 }
 
 // Envelope is the JSON body of every error response.

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+
+	"rentalplatform/libs/domainerr"
 )
 
 func TestEnvelopeShape(t *testing.T) {
@@ -54,5 +56,30 @@ func TestFromUnwraps(t *testing.T) {
 	}
 	if From(fmt.Errorf("plain")) != nil {
 		t.Fatal("From invented an *Error")
+	}
+}
+
+func TestFromDomain(t *testing.T) {
+	for _, tc := range []struct {
+		err    error
+		status int
+		typ    Type
+		code   string
+		param  string
+	}{
+		{domainerr.InvalidParam("currency", "bad"), 400, InvalidRequest, CodeParameterInvalid, "currency"},
+		{domainerr.Missing("url"), 400, InvalidRequest, CodeParameterMissing, "url"},
+		{domainerr.NotFoundObject("event", "evt_1"), 404, InvalidRequest, CodeResourceMissing, "id"},
+		{domainerr.InvalidState("no"), 409, InvalidRequest, CodeInvalidState, ""},
+		{domainerr.New(domainerr.IdempotencyInUse, CodeIdempotencyKeyInUse, "Idempotency-Key", "busy"), 409, Idempotency, CodeIdempotencyKeyInUse, "Idempotency-Key"},
+		{domainerr.New(domainerr.IdempotencyReused, CodeIdempotencyKeyReused, "Idempotency-Key", "reused"), 400, Idempotency, CodeIdempotencyKeyReused, "Idempotency-Key"},
+	} {
+		e := From(fmt.Errorf("use case: %w", tc.err))
+		if e == nil || e.Status != tc.status || e.Type != tc.typ || e.Code != tc.code || e.Param != tc.param {
+			t.Errorf("From(%v) = %+v, want %d %s %s on %q", tc.err, e, tc.status, tc.typ, tc.code, tc.param)
+		}
+	}
+	if e := From(&domainerr.Error{Kind: 99, Code: "x"}); e != nil {
+		t.Fatalf("an unknown kind became %+v, want nil (an internal error)", e)
 	}
 }

@@ -128,7 +128,9 @@ func check(v any, t reflect.Type, path string, unknown *[]string) error {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			if err := check(obj[k], t.Elem(), join(path, k), unknown); err != nil {
+			// A map's entries are named path[key] (metadata[plan]), as form-encoded parameters
+			// name them, so a key containing a dot stays unambiguous.
+			if err := check(obj[k], t.Elem(), path+"["+k+"]", unknown); err != nil {
 				return err
 			}
 		}

@@ -58,7 +58,7 @@ func TestDecode(t *testing.T) {
 		{"string expected", `{"url":5}`, apierr.CodeParameterInvalid, "url"},
 		{"array expected", `{"enabled_events":"a.b"}`, apierr.CodeParameterInvalid, "enabled_events"},
 		{"array element", `{"enabled_events":["a",1]}`, apierr.CodeParameterInvalid, "enabled_events[1]"},
-		{"map value", `{"metadata":{"k":1}}`, apierr.CodeParameterInvalid, "metadata.k"},
+		{"map value", `{"metadata":{"k":1}}`, apierr.CodeParameterInvalid, "metadata[k]"},
 		{"object expected", `{"applicant":"x"}`, apierr.CodeParameterInvalid, "applicant"},
 		{"bool expected", `{"enabled":"true"}`, apierr.CodeParameterInvalid, "enabled"},
 		{"integer expected", `{"requests":[{"amount":"5"}]}`, apierr.CodeParameterInvalid, "requests[0].amount"},

@@ -13,6 +13,7 @@ import (
 
 	"rentalplatform/gateway/internal/app"
 	"rentalplatform/gateway/internal/domain"
+	"rentalplatform/libs/domainerr"
 	"rentalplatform/libs/listing"
 )
 
@@ -436,7 +437,7 @@ func TestCreateKey(t *testing.T) {
 	if a, err := s.Authenticate(ctx, imported); err != nil || a.ID() != k.ID() {
 		t.Fatalf("Authenticate(imported) = %v, %v", a.ID(), err)
 	}
-	if _, _, err := s.CreateKey(ctx, app.CreateKey{Account: "acct_dev", Secret: imported}); domain.KindOf(err) != domain.KindConflict {
+	if _, _, err := s.CreateKey(ctx, app.CreateKey{Account: "acct_dev", Secret: imported}); domainerr.KindOf(err) != domainerr.Conflict {
 		t.Fatalf("importing the same secret twice = %v, want KindConflict", err)
 	}
 	for _, in := range []app.CreateKey{
@@ -444,7 +445,7 @@ func TestCreateKey(t *testing.T) {
 		{Account: "acct_x", Secret: "sk_test_weak"},
 		{Account: "bad"},
 	} {
-		if _, _, err := s.CreateKey(ctx, in); domain.KindOf(err) != domain.KindInvalid {
+		if _, _, err := s.CreateKey(ctx, in); domainerr.KindOf(err) != domainerr.Invalid {
 			t.Errorf("CreateKey(%+v) = %v, want KindInvalid", in, err)
 		}
 	}
@@ -466,12 +467,12 @@ func TestListKeysCursorMustExist(t *testing.T) {
 		{"acct_b", listing.Params{Limit: 10, EndingBefore: a.ID()}, "ending_before"},
 	} {
 		_, _, err := s.ListKeys(ctx, tc.account, tc.p)
-		var de *domain.Error
-		if !errors.As(err, &de) || de.Kind != domain.KindReferenceMissing || de.Param != tc.param {
-			t.Errorf("ListKeys(%q, %+v) = %v, want KindReferenceMissing on %s", tc.account, tc.p, err, tc.param)
+		var de *domainerr.Error
+		if !errors.As(err, &de) || de.Kind != domainerr.Invalid || de.Code != domainerr.CodeResourceMissing || de.Param != tc.param {
+			t.Errorf("ListKeys(%q, %+v) = %v, want a 400 resource_missing on %s", tc.account, tc.p, err, tc.param)
 		}
 	}
-	if _, _, err := s.ListKeys(ctx, "acct-bad", listing.Params{Limit: 10}); domain.KindOf(err) != domain.KindInvalid {
+	if _, _, err := s.ListKeys(ctx, "acct-bad", listing.Params{Limit: 10}); domainerr.KindOf(err) != domainerr.Invalid {
 		t.Fatalf("ListKeys(bad account) = %v, want KindInvalid", err)
 	}
 	if _, _, err := s.ListKeys(ctx, "acct_a", listing.Params{Limit: 10, StartingAfter: a.ID()}); err != nil {
@@ -482,7 +483,7 @@ func TestListKeysCursorMustExist(t *testing.T) {
 func TestRevokeUnknown(t *testing.T) {
 	s := newService(t, newMemKeys(), newClock(), app.Options{})
 	for _, id := range []string{"nope", "key_00000000000000000000000000"} {
-		if _, err := s.RevokeKey(context.Background(), id); domain.KindOf(err) != domain.KindNotFound {
+		if _, err := s.RevokeKey(context.Background(), id); domainerr.KindOf(err) != domainerr.NotFound {
 			t.Errorf("RevokeKey(%q) = %v, want KindNotFound", id, err)
 		}
 	}

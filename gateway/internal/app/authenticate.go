@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"rentalplatform/gateway/internal/domain"
+	"rentalplatform/libs/domainerr"
 )
 
 // ErrUnauthenticated is the one answer for a secret that is malformed, unknown, revoked or
@@ -58,7 +59,7 @@ func (s *Service) lookup(ctx context.Context, h domain.Hash) (domain.Key, bool, 
 		case err == nil:
 			s.cache.put(h, k, true, gen, s.now())
 			return lookupResult{key: k, found: true}, nil
-		case domain.KindOf(err) == domain.KindNotFound:
+		case domainerr.KindOf(err) == domainerr.NotFound:
 			s.cache.put(h, domain.Key{}, false, gen, s.now())
 			return lookupResult{}, nil
 		default:

@@ -10,6 +10,7 @@ import (
 
 	"rentalplatform/gateway/internal/app"
 	"rentalplatform/gateway/internal/domain"
+	"rentalplatform/libs/domainerr"
 )
 
 // memIdempotency is an in-memory app.IdempotencyStore without expiry.
@@ -161,7 +162,7 @@ func TestRollKeyAndRestrictedKeys(t *testing.T) {
 	if _, err := s.Authenticate(ctx, nextSecret); err != nil {
 		t.Fatalf("successor: %v", err)
 	}
-	if _, _, err := s.RollKey(ctx, old.ID(), 0); domain.KindOf(err) != domain.KindInvalidState {
+	if _, _, err := s.RollKey(ctx, old.ID(), 0); domainerr.CodeOf(err) != domainerr.CodeInvalidState {
 		t.Fatalf("rolling the rolled key: %v, want KindInvalidState", err)
 	}
 	// expires_in 0 stops the old key at once on this replica.
@@ -181,10 +182,10 @@ func TestRollKeyAndRestrictedKeys(t *testing.T) {
 	if rl, ok := upd.RateLimit(); err != nil || !ok || rl.PerSecond != 3 {
 		t.Fatalf("SetRateLimit = %+v %v", upd, err)
 	}
-	if _, err := s.SetRateLimit(ctx, next.ID(), &domain.RateLimit{PerSecond: -1}); domain.KindOf(err) != domain.KindInvalid {
+	if _, err := s.SetRateLimit(ctx, next.ID(), &domain.RateLimit{PerSecond: -1}); domainerr.KindOf(err) != domainerr.Invalid {
 		t.Fatalf("negative limit: %v", err)
 	}
-	if _, err := s.GetKey(ctx, "key_nope"); domain.KindOf(err) != domain.KindNotFound {
+	if _, err := s.GetKey(ctx, "key_nope"); domainerr.KindOf(err) != domainerr.NotFound {
 		t.Fatalf("GetKey(bad id): %v", err)
 	}
 }

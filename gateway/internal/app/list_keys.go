@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"rentalplatform/gateway/internal/domain"
+	"rentalplatform/libs/domainerr"
 	"rentalplatform/libs/listing"
 )
 
@@ -21,7 +22,7 @@ func (s *Service) ListKeys(ctx context.Context, account string, p listing.Params
 			continue
 		}
 		k, err := s.keys.ByID(ctx, c.id)
-		if domain.KindOf(err) == domain.KindNotFound || err == nil && account != "" && k.Account() != account {
+		if domainerr.KindOf(err) == domainerr.NotFound || err == nil && account != "" && k.Account() != account {
 			return nil, false, domain.KeyReferenceMissing(c.param, c.id)
 		}
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"rentalplatform/gateway/internal/domain"
+	"rentalplatform/libs/domainerr"
 	"rentalplatform/libs/ids"
 )
 
@@ -34,7 +35,7 @@ func TestValidateAccount(t *testing.T) {
 		if (err == nil) != tc.ok {
 			t.Errorf("ValidateAccount(%q) = %v, want ok=%v", tc.account, err, tc.ok)
 		}
-		if err != nil && (domain.KindOf(err) != domain.KindInvalid || err.(*domain.Error).Param != "account") {
+		if err != nil && (domainerr.KindOf(err) != domainerr.Invalid || err.(*domainerr.Error).Param != "account") {
 			t.Errorf("ValidateAccount(%q) error = %#v, want KindInvalid on account", tc.account, err)
 		}
 	}
@@ -141,11 +142,11 @@ func TestNewKey(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			k, err := domain.NewKey(tc.id, domain.KeySpec{Account: tc.account, Livemode: tc.livemode}, tc.secret, now)
 			if tc.param != "" {
-				var de *domain.Error
-				if err == nil || domain.KindOf(err) != domain.KindInvalid {
+				var de *domainerr.Error
+				if err == nil || domainerr.KindOf(err) != domainerr.Invalid {
 					t.Fatalf("NewKey = %v, want KindInvalid on %s", err, tc.param)
 				}
-				de = err.(*domain.Error)
+				de = err.(*domainerr.Error)
 				if de.Param != tc.param {
 					t.Fatalf("param = %q, want %q (%v)", de.Param, tc.param, err)
 				}

@@ -8,6 +8,8 @@ import (
 	"hash"
 	"mime"
 	"net/url"
+
+	"rentalplatform/libs/domainerr"
 )
 
 // IdempotencyKeyHeader is the request header that carries a client's idempotency key.
@@ -34,10 +36,10 @@ func ValidateIdempotencyKey(key string) error {
 // Idempotency errors.
 var (
 	// ErrIdempotencyKeyInUse: another request with the key is still being processed.
-	ErrIdempotencyKeyInUse = &Error{Kind: KindIdempotencyInUse, Param: IdempotencyKeyHeader,
+	ErrIdempotencyKeyInUse = &domainerr.Error{Kind: domainerr.IdempotencyInUse, Code: domainerr.CodeIdempotencyKeyInUse, Param: IdempotencyKeyHeader,
 		Message: "There is currently another in-progress request using this Idempotency-Key; retry this request later."}
 	// ErrIdempotencyKeyReused: the key was used with another method, path or parameters.
-	ErrIdempotencyKeyReused = &Error{Kind: KindIdempotencyReused, Param: IdempotencyKeyHeader,
+	ErrIdempotencyKeyReused = &domainerr.Error{Kind: domainerr.IdempotencyReused, Code: domainerr.CodeIdempotencyKeyReused, Param: IdempotencyKeyHeader,
 		Message: "This Idempotency-Key was already used with a different method, path or parameters. Use a new key for a different request."}
 )
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"rentalplatform/gateway/internal/domain"
+	"rentalplatform/libs/domainerr"
 )
 
 func TestValidateIdempotencyKey(t *testing.T) {
@@ -33,7 +34,7 @@ func TestValidateIdempotencyKey(t *testing.T) {
 				t.Fatalf("ValidateIdempotencyKey(%q) = %v, want ok=%v", tc.key, err, tc.ok)
 			}
 			if err != nil {
-				if de, ok := err.(*domain.Error); !ok || de.Kind != domain.KindInvalid || de.Param != "Idempotency-Key" {
+				if de, ok := err.(*domainerr.Error); !ok || de.Kind != domainerr.Invalid || de.Param != "Idempotency-Key" {
 					t.Fatalf("error = %#v, want KindInvalid naming the header", err)
 				}
 			}

@@ -1,7 +1,6 @@
 package domain
 
 import (
-	"fmt"
 	"sort"
 	"strings"
 )
@@ -105,12 +104,11 @@ func ParsePermissions(in map[string]string) (Permissions, error) {
 	for _, name := range names {
 		r := Resource(name)
 		if !knownResource(r) {
-			return Permissions{}, &Error{Kind: KindInvalid, Param: "permissions." + name,
-				Message: fmt.Sprintf("Unknown resource '%s'; expected one of %s.", name, resourceList())}
+			return Permissions{}, invalid("permissions["+name+"]", "Unknown resource '%s'; expected one of %s.", name, resourceList())
 		}
 		a, ok := ParseAccess(in[name])
 		if !ok {
-			return Permissions{}, invalid("permissions."+name,
+			return Permissions{}, invalid("permissions["+name+"]",
 				"Invalid access '%s' for %s: expected 'none', 'read' or 'write'.", in[name], name)
 		}
 		if a != AccessNone {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"rentalplatform/gateway/internal/domain"
+	"rentalplatform/libs/domainerr"
 	"rentalplatform/libs/ids"
 )
 
@@ -17,10 +18,10 @@ func TestParsePermissions(t *testing.T) {
 		{"empty grants nothing", map[string]string{}, ""},
 		{"every resource", map[string]string{"verification_sessions": "read", "collection_cases": "write",
 			"payment_requests": "none", "payment_agreements": "read", "webhook_endpoints": "write", "events": "read"}, ""},
-		{"unknown resource", map[string]string{"events": "read", "charges": "write"}, "permissions.charges"},
-		{"sub-resource is not a permission", map[string]string{"webhook_deliveries": "read"}, "permissions.webhook_deliveries"},
-		{"bad level", map[string]string{"events": "admin"}, "permissions.events"},
-		{"level is case-sensitive", map[string]string{"events": "Read"}, "permissions.events"},
+		{"unknown resource", map[string]string{"events": "read", "charges": "write"}, "permissions[charges]"},
+		{"sub-resource is not a permission", map[string]string{"webhook_deliveries": "read"}, "permissions[webhook_deliveries]"},
+		{"bad level", map[string]string{"events": "admin"}, "permissions[events]"},
+		{"level is case-sensitive", map[string]string{"events": "Read"}, "permissions[events]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := domain.ParsePermissions(tc.in)
@@ -30,8 +31,8 @@ func TestParsePermissions(t *testing.T) {
 				}
 				return
 			}
-			de, ok := err.(*domain.Error)
-			if !ok || de.Kind != domain.KindInvalid || de.Param != tc.param {
+			de, ok := err.(*domainerr.Error)
+			if !ok || de.Kind != domainerr.Invalid || de.Param != tc.param {
 				t.Fatalf("ParsePermissions = %#v, want KindInvalid on %s", err, tc.param)
 			}
 		})
@@ -122,7 +123,7 @@ func TestNewKeyRestrictedRules(t *testing.T) {
 				}
 				return
 			}
-			if de, ok := err.(*domain.Error); !ok || de.Param != tc.param {
+			if de, ok := err.(*domainerr.Error); !ok || de.Param != tc.param {
 				t.Fatalf("NewKey = %#v, want an error on %s", err, tc.param)
 			}
 		})
@@ -151,11 +152,11 @@ func TestRoll(t *testing.T) {
 	if !expiring.ExpiresAt().Equal(now.Add(time.Hour)) || !expiring.Active(now.Add(59*time.Minute)) || expiring.Active(now.Add(time.Hour)) {
 		t.Fatalf("old key expiry = %v", expiring.ExpiresAt())
 	}
-	if _, _, err := expiring.Roll(gen.New(ids.APIKey), domain.NewSecret(domain.KeyRestricted, true), now, 0); domain.KindOf(err) != domain.KindInvalidState {
+	if _, _, err := expiring.Roll(gen.New(ids.APIKey), domain.NewSecret(domain.KeyRestricted, true), now, 0); domainerr.CodeOf(err) != domainerr.CodeInvalidState {
 		t.Fatalf("rolling a rolled key = %v, want KindInvalidState", err)
 	}
 	for _, bad := range []time.Duration{-time.Second, domain.MaxRollExpiry + time.Second} {
-		if _, _, err := old.Roll(gen.New(ids.APIKey), domain.NewSecret(domain.KeyRestricted, true), now, bad); domain.KindOf(err) != domain.KindInvalid {
+		if _, _, err := old.Roll(gen.New(ids.APIKey), domain.NewSecret(domain.KeyRestricted, true), now, bad); domainerr.KindOf(err) != domainerr.Invalid {
 			t.Fatalf("expires_in %s = %v, want KindInvalid", bad, err)
 		}
 	}
@@ -164,7 +165,7 @@ func TestRoll(t *testing.T) {
 		t.Fatalf("expires_in 0: err %v, active at once = %v", err, immediate.Active(now))
 	}
 	revoked := domain.RehydrateKey(domain.KeyState{ID: old.ID(), Account: "acct_1", Hash: old.Hash(), RevokedAt: now})
-	if _, _, err := revoked.Roll(gen.New(ids.APIKey), domain.NewSecret(domain.KeySecret, false), now, 0); domain.KindOf(err) != domain.KindInvalidState {
+	if _, _, err := revoked.Roll(gen.New(ids.APIKey), domain.NewSecret(domain.KeySecret, false), now, 0); domainerr.CodeOf(err) != domainerr.CodeInvalidState {
 		t.Fatalf("rolling a revoked key = %v, want KindInvalidState", err)
 	}
 }

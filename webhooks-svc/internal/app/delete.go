@@ -13,7 +13,7 @@ import (
 // published. Its pending deliveries fail: there is nowhere left to deliver them.
 func (s *Service) Delete(ctx context.Context, caller Caller, id string) error {
 	if !validID(id) {
-		return domain.ErrNotFound
+		return domain.EndpointNotFound(id)
 	}
 	_, err := s.Endpoints.Update(ctx, id, caller.Account, caller.Livemode, func(e *domain.Endpoint) error {
 		e.Delete()

@@ -8,17 +8,17 @@ import (
 	"rentalplatform/webhooks-svc/internal/domain"
 )
 
-// GetEvent returns the caller's event, or domain.ErrEventNotFound.
+// GetEvent returns the caller's event, or a not-found error (domain.ErrEventNotFound).
 func (s *Service) GetEvent(ctx context.Context, caller Caller, id string) (*domain.EventRecord, error) {
 	if !ids.Valid(ids.Event, id) {
-		return nil, domain.ErrEventNotFound
+		return nil, domain.EventNotFound(id)
 	}
 	rec, err := s.Events.Get(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	if rec.Event.Account != caller.Account || rec.Event.Livemode != caller.Livemode {
-		return nil, domain.ErrEventNotFound
+		return nil, domain.EventNotFound(id)
 	}
 	return rec, nil
 }

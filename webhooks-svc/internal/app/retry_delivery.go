@@ -15,14 +15,14 @@ import (
 // disabled or deleted is refused, since nothing would be sent.
 func (s *Service) RetryDelivery(ctx context.Context, caller Caller, id string) (*domain.Delivery, error) {
 	if !ids.Valid(domain.DeliveryIDPrefix, id) {
-		return nil, domain.ErrDeliveryNotFound
+		return nil, domain.DeliveryNotFound(id)
 	}
 	d, err := s.Deliveries.Get(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	if !d.OwnedBy(caller.Account, caller.Livemode) {
-		return nil, domain.ErrDeliveryNotFound
+		return nil, domain.DeliveryNotFound(id)
 	}
 	ep, err := s.Endpoints.Get(ctx, d.Endpoint(), caller.Account, caller.Livemode)
 	if errors.Is(err, domain.ErrNotFound) {

@@ -27,7 +27,7 @@ func (s *Service) RotateSecret(ctx context.Context, caller Caller, id string, ex
 		keep = time.Duration(*expiresIn) * time.Second
 	}
 	if !validID(id) {
-		return nil, domain.ErrNotFound
+		return nil, domain.EndpointNotFound(id)
 	}
 	return s.Endpoints.Update(ctx, id, caller.Account, caller.Livemode, func(e *domain.Endpoint) error {
 		e.RotateSecret(s.secret(), s.Clock.Now(), keep)

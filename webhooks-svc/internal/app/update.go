@@ -23,7 +23,7 @@ func (s *Service) Update(ctx context.Context, caller Caller, id string, changes 
 		}
 	}
 	if !validID(id) {
-		return nil, domain.ErrNotFound
+		return nil, domain.EndpointNotFound(id)
 	}
 	var reenabled bool
 	e, err := s.Endpoints.Update(ctx, id, caller.Account, caller.Livemode, func(e *domain.Endpoint) error {

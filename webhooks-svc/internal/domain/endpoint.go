@@ -84,7 +84,7 @@ type NewParams struct {
 }
 
 // New validates the client's input and returns an enabled endpoint. The first rule broken is
-// reported as a KindInvalid *Error naming the parameter.
+// reported as an Invalid *domainerr.Error naming the parameter.
 func New(p NewParams) (*Endpoint, error) {
 	if p.ID == "" || p.Account == "" || p.Secret == "" || p.Created.IsZero() {
 		return nil, fmt.Errorf("domain.New: id, account, secret and created are required")

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"rentalplatform/libs/apiversion"
+	"rentalplatform/libs/domainerr"
 
 	"rentalplatform/webhooks-svc/internal/domain"
 )
@@ -267,18 +268,26 @@ func TestNotFoundIs(t *testing.T) {
 	if !errors.Is(err, domain.ErrNotFound) || errors.Is(err, domain.ErrConflict) {
 		t.Fatal("errors.Is on domain errors")
 	}
-	if de := domain.AsError(err); de == nil || de.Kind != domain.KindNotFound {
-		t.Fatal("AsError")
+	if de := domainerr.As(err); de == nil || de.Kind != domainerr.NotFound {
+		t.Fatal("domainerr.As")
+	}
+	// An id-carrying error matches its own type's sentinel only.
+	ep := domain.EndpointNotFound("we_1")
+	if !errors.Is(ep, domain.ErrNotFound) || errors.Is(ep, domain.ErrEventNotFound) {
+		t.Fatal("EndpointNotFound matches the wrong sentinels")
+	}
+	if de := domainerr.As(ep); de.Param != "id" || de.Message != "No such webhook_endpoint: 'we_1'" {
+		t.Fatalf("EndpointNotFound = %+v", de)
 	}
 }
 
 func assertInvalid(t *testing.T, err error, code, param string) {
 	t.Helper()
-	de := domain.AsError(err)
+	de := domainerr.As(err)
 	if de == nil {
 		t.Fatalf("err = %v, want a domain error %s on %s", err, code, param)
 	}
-	if de.Kind != domain.KindInvalid || de.Code != code || de.Param != param || de.Message == "" {
+	if de.Kind != domainerr.Invalid || de.Code != code || de.Param != param || de.Message == "" {
 		t.Fatalf("got kind %d code %s param %q (%s); want invalid %s on %q", de.Kind, de.Code, de.Param, de.Message, code, param)
 	}
 }

@@ -23,6 +23,7 @@ import (
 
 	"rentalplatform/gateway/internal/domain"
 	"rentalplatform/libs/docstore"
+	"rentalplatform/libs/domainerr"
 	"rentalplatform/libs/listing"
 	"rentalplatform/libs/mongox"
 )
@@ -219,7 +220,7 @@ func (r *Keys) Roll(ctx context.Context, old, next domain.Key) error {
 	if err == nil {
 		return nil
 	}
-	if domain.KindOf(err) == domain.KindNotFound {
+	if domainerr.KindOf(err) == domainerr.NotFound {
 		err = domain.KeyNotRollable(old.ID())
 	}
 	// Undo with a budget of its own: ctx may be what just failed.
@@ -228,7 +229,7 @@ func (r *Keys) Roll(ctx context.Context, old, next domain.Key) error {
 	if derr := r.keys.Delete(undo, next.Hash().String()); derr != nil {
 		return errors.Join(fmt.Errorf("roll key %s: removing the unused successor %s: %w", old.ID(), next.ID(), derr), err)
 	}
-	if domain.KindOf(err) != 0 {
+	if domainerr.As(err) != nil {
 		return err
 	}
 	return fmt.Errorf("roll key %s: %w", old.ID(), err)

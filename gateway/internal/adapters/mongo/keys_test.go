@@ -10,6 +10,7 @@ import (
 
 	keystore "rentalplatform/gateway/internal/adapters/mongo"
 	"rentalplatform/gateway/internal/domain"
+	"rentalplatform/libs/domainerr"
 	"rentalplatform/libs/ids"
 	"rentalplatform/libs/listing"
 	"rentalplatform/libs/servicetest"
@@ -79,13 +80,13 @@ func runContract(t *testing.T, repo domain.KeyRepository) {
 
 	t.Run("not found", func(t *testing.T) {
 		ctx := t.Context()
-		if _, err := repo.ByHash(ctx, domain.HashSecret(domain.NewSecret(domain.KeySecret, false))); domain.KindOf(err) != domain.KindNotFound {
+		if _, err := repo.ByHash(ctx, domain.HashSecret(domain.NewSecret(domain.KeySecret, false))); domainerr.KindOf(err) != domainerr.NotFound {
 			t.Fatalf("ByHash(unknown) = %v, want KindNotFound", err)
 		}
-		if _, err := repo.ByID(ctx, gen.New(ids.APIKey)); domain.KindOf(err) != domain.KindNotFound {
+		if _, err := repo.ByID(ctx, gen.New(ids.APIKey)); domainerr.KindOf(err) != domainerr.NotFound {
 			t.Fatalf("ByID(unknown) = %v, want KindNotFound", err)
 		}
-		if _, err := repo.Revoke(ctx, gen.New(ids.APIKey), base); domain.KindOf(err) != domain.KindNotFound {
+		if _, err := repo.Revoke(ctx, gen.New(ids.APIKey), base); domainerr.KindOf(err) != domainerr.NotFound {
 			t.Fatalf("Revoke(unknown) = %v, want KindNotFound", err)
 		}
 	})
@@ -264,7 +265,7 @@ func runContract(t *testing.T, repo domain.KeyRepository) {
 		if got, err := repo.ByHash(ctx, domain.HashSecret(secret)); err != nil || got.Permissions().Of(domain.ResEvents) != domain.AccessRead {
 			t.Fatalf("SetRateLimit lost the permissions: %+v %v", got, err)
 		}
-		if _, err := repo.SetRateLimit(ctx, gen.New(ids.APIKey), nil); domain.KindOf(err) != domain.KindNotFound {
+		if _, err := repo.SetRateLimit(ctx, gen.New(ids.APIKey), nil); domainerr.KindOf(err) != domainerr.NotFound {
 			t.Fatalf("SetRateLimit(unknown) = %v, want KindNotFound", err)
 		}
 	})
@@ -294,10 +295,10 @@ func runContract(t *testing.T, repo domain.KeyRepository) {
 			t.Fatal(err)
 		}
 		_, staleExpiring, _ := old.Roll(again.ID(), domain.NewSecret(domain.KeySecret, false), base, 0)
-		if err := repo.Roll(ctx, staleExpiring, again); domain.KindOf(err) != domain.KindInvalidState {
+		if err := repo.Roll(ctx, staleExpiring, again); domainerr.CodeOf(err) != domainerr.CodeInvalidState {
 			t.Fatalf("second roll = %v, want KindInvalidState", err)
 		}
-		if _, err := repo.ByHash(ctx, again.Hash()); domain.KindOf(err) != domain.KindNotFound {
+		if _, err := repo.ByHash(ctx, again.Hash()); domainerr.KindOf(err) != domainerr.NotFound {
 			t.Fatalf("the refused roll's successor exists: %v", err)
 		}
 		if gotOld, _ := repo.ByHash(ctx, domain.HashSecret(oldSecret)); !gotOld.ExpiresAt().Equal(base.Add(time.Hour)) {
@@ -324,7 +325,7 @@ func runContract(t *testing.T, repo domain.KeyRepository) {
 				switch err := repo.Roll(ctx, expiring, next); {
 				case err == nil:
 					won.Store(next.Hash(), next.ID())
-				case domain.KindOf(err) != domain.KindInvalidState:
+				case domainerr.CodeOf(err) != domainerr.CodeInvalidState:
 					errs <- err
 				}
 			}()

@@ -148,14 +148,14 @@ func (a *admin) create(c *fiber.Ctx) error {
 	if body.Permissions != nil {
 		p, err := domain.ParsePermissions(body.Permissions)
 		if err != nil {
-			return fromDomain(err)
+			return err
 		}
 		in.Permissions = &p
 	}
 	if body.RateLimit != nil {
 		r, err := domain.NewRateLimit(*body.RateLimit)
 		if err != nil {
-			return fromDomain(err)
+			return err
 		}
 		in.RateLimit = &r
 	}
@@ -167,7 +167,7 @@ func (a *admin) create(c *fiber.Ctx) error {
 	}
 	k, secret, err := a.keys.CreateKey(c.UserContext(), in)
 	if err != nil {
-		return fromDomain(err)
+		return err
 	}
 	return c.Status(fiber.StatusCreated).JSON(toJSON(k, secret))
 }
@@ -183,7 +183,7 @@ func (a *admin) list(c *fiber.Ctx) error {
 	}
 	keys, more, err := a.keys.ListKeys(c.UserContext(), q.Get("account"), p)
 	if err != nil {
-		return fromDomain(err)
+		return err
 	}
 	data := make([]keyJSON, len(keys))
 	for i, k := range keys {
@@ -195,7 +195,7 @@ func (a *admin) list(c *fiber.Ctx) error {
 func (a *admin) get(c *fiber.Ctx) error {
 	k, err := a.keys.GetKey(c.UserContext(), strings.Clone(c.Params("id")))
 	if err != nil {
-		return fromDomain(err)
+		return err
 	}
 	return c.JSON(toJSON(k, ""))
 }
@@ -221,13 +221,13 @@ func (a *admin) update(c *fiber.Ctx) error {
 		}
 		v, err := domain.NewRateLimit(n)
 		if err != nil {
-			return fromDomain(err)
+			return err
 		}
 		r = &v
 	}
 	k, err := a.keys.SetRateLimit(c.UserContext(), strings.Clone(c.Params("id")), r)
 	if err != nil {
-		return fromDomain(err)
+		return err
 	}
 	return c.JSON(toJSON(k, ""))
 }
@@ -249,7 +249,7 @@ func (a *admin) roll(c *fiber.Ctx) error {
 	}
 	k, secret, err := a.keys.RollKey(c.UserContext(), strings.Clone(c.Params("id")), time.Duration(*body.ExpiresIn)*time.Second)
 	if err != nil {
-		return fromDomain(err)
+		return err
 	}
 	return c.Status(fiber.StatusCreated).JSON(toJSON(k, secret))
 }
@@ -261,7 +261,7 @@ func (a *admin) revoke(c *fiber.Ctx) error {
 	}
 	k, err := a.keys.RevokeKey(c.UserContext(), strings.Clone(c.Params("id")))
 	if err != nil {
-		return fromDomain(err)
+		return err
 	}
 	return c.JSON(toJSON(k, ""))
 }

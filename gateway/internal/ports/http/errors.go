@@ -12,41 +12,9 @@ import (
 
 // Codes the gateway uses that libs/apierr does not name.
 const (
-	codeResourceExists  = "resource_already_exists"
 	codeBodyUnreadable  = "body_unreadable"
 	codeContentEncoding = "content_encoding_unsupported"
 )
-
-// fromDomain maps a domain error to the API error it becomes; other errors pass unchanged
-// (fiberx renders them as a logged 500).
-func fromDomain(err error) error {
-	var de *domain.Error
-	if !errors.As(err, &de) {
-		return err
-	}
-	switch de.Kind {
-	case domain.KindInvalid:
-		return apierr.Invalid(apierr.CodeParameterInvalid, de.Param, de.Message)
-	case domain.KindNotFound:
-		return &apierr.Error{Status: http.StatusNotFound, Type: apierr.InvalidRequest, Code: apierr.CodeResourceMissing,
-			Param: de.Param, Message: de.Message}
-	case domain.KindReferenceMissing:
-		return apierr.Invalid(apierr.CodeResourceMissing, de.Param, de.Message)
-	case domain.KindConflict:
-		e := apierr.Conflict(codeResourceExists, de.Message)
-		e.Param = de.Param
-		return e
-	case domain.KindInvalidState:
-		return apierr.Conflict(apierr.CodeInvalidState, de.Message)
-	case domain.KindIdempotencyInUse:
-		return &apierr.Error{Status: http.StatusConflict, Type: apierr.Idempotency, Code: apierr.CodeIdempotencyKeyInUse,
-			Param: de.Param, Message: de.Message}
-	case domain.KindIdempotencyReused:
-		return &apierr.Error{Status: http.StatusBadRequest, Type: apierr.Idempotency, Code: apierr.CodeIdempotencyKeyReused,
-			Param: de.Param, Message: de.Message}
-	}
-	return err
-}
 
 // fromUpstream maps a failed call to a service. The service's name is not shown to the
 // client; the log line the caller writes has it.

@@ -33,7 +33,7 @@ func idempotencyKey(c *fiber.Ctx) (string, error) {
 	}
 	k := string(vals[0])
 	if err := domain.ValidateIdempotencyKey(k); err != nil {
-		return "", fromDomain(err)
+		return "", err
 	}
 	return k, nil
 }
@@ -93,7 +93,7 @@ func (r *idempotentRun) begin(out *fasthttp.Request) (body *bodyReader, handled 
 			return nil, false, err
 		}
 		if !rec.Matches(r.upFP.Sum()) {
-			return nil, false, fromDomain(domain.ErrIdempotencyKeyReused)
+			return nil, false, domain.ErrIdempotencyKeyReused
 		}
 		r.replay(rec)
 		return nil, true, nil
@@ -165,5 +165,5 @@ func idempotencyFailure(err error) error {
 		return apierr.New(fiber.StatusServiceUnavailable, apierr.API, apierr.CodeServiceUnavailable,
 			"Idempotency keys cannot be checked right now, so this request was not run. Retry it with the same Idempotency-Key after a short wait.")
 	}
-	return fromDomain(err)
+	return err
 }

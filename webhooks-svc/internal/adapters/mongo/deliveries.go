@@ -28,7 +28,7 @@ var _ domain.DeliveryRepository = (*Deliveries)(nil)
 // NewDeliveries returns the delivery store of db.
 func NewDeliveries(db *docstore.DB) *Deliveries {
 	return &Deliveries{docs: docstore.NewCollection[deliveryDoc](db, DeliveriesCollection, docstore.Options{
-		NotFound: func(string) error { return domain.ErrDeliveryNotFound },
+		NotFound: domain.DeliveryNotFound,
 		Conflict: domain.ErrConflict,
 		Cache:    docCacheSize,
 	})}

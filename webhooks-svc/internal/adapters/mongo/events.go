@@ -35,7 +35,7 @@ const docCacheSize = 8192
 // NewEvents returns the event store of db.
 func NewEvents(db *docstore.DB) *Events {
 	return &Events{docs: docstore.NewCollection[eventDoc](db, EventsCollection, docstore.Options{
-		NotFound: func(string) error { return domain.ErrEventNotFound },
+		NotFound: domain.EventNotFound,
 		Conflict: domain.ErrConflict,
 		Cache:    docCacheSize,
 	})}

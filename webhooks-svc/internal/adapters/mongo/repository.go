@@ -39,7 +39,7 @@ var _ domain.Repository = (*Repository)(nil)
 // again (see snapshots); 0 turns the cache off.
 func NewRepository(db *docstore.DB, relay *outbox.Relay, cacheTTL time.Duration) *Repository {
 	r := &Repository{docs: docstore.NewCollection[document](db, Collection, docstore.Options{
-		NotFound: func(string) error { return domain.ErrNotFound },
+		NotFound: domain.EndpointNotFound,
 		Conflict: domain.ErrConflict,
 		Outbox:   relay,
 	})}
@@ -154,7 +154,7 @@ func (r *Repository) find(ctx context.Context, id, account string, livemode bool
 		return document{}, err
 	}
 	if !owned(d, account, livemode) {
-		return document{}, domain.ErrNotFound
+		return document{}, domain.EndpointNotFound(id)
 	}
 	return d, nil
 }
@@ -177,7 +177,7 @@ func (r *Repository) Update(ctx context.Context, id, account string, livemode bo
 	var out *domain.Endpoint
 	stored, err := r.docs.Update(ctx, id, func(d *document) error {
 		if !owned(*d, account, livemode) {
-			return domain.ErrNotFound
+			return domain.EndpointNotFound(id)
 		}
 		e := d.endpoint()
 		if err := fn(e); err != nil {
@@ -208,7 +208,7 @@ func (r *Repository) Cached(ctx context.Context, id, account string, livemode bo
 	for _, d := range docs {
 		if d.ID == id {
 			if d.Deleted {
-				return nil, domain.ErrNotFound
+				return nil, domain.EndpointNotFound(id)
 			}
 			return d.endpoint(), nil
 		}

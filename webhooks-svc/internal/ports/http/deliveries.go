@@ -70,7 +70,7 @@ func (h handlers) deliveryPage(c *fiber.Ctx, url string, list func(p listing.Par
 	}
 	page, hasMore, err := list(p)
 	if err != nil {
-		return apiError(err, id)
+		return err
 	}
 	data := make([]deliveryJSON, len(page))
 	for i, d := range page {
@@ -100,7 +100,7 @@ func (h handlers) retryDelivery(c *fiber.Ctx) error {
 	}
 	d, err := h.svc.RetryDelivery(c.UserContext(), caller(c), id)
 	if err != nil {
-		return apiError(err, id)
+		return err
 	}
 	return c.JSON(renderDelivery(d))
 }

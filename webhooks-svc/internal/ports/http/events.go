@@ -33,7 +33,7 @@ func (h handlers) getEvent(c *fiber.Ctx) error {
 	id := pathID(c)
 	rec, err := h.svc.GetEvent(c.UserContext(), caller(c), id)
 	if err != nil {
-		return apiError(err, id)
+		return err
 	}
 	return c.JSON(renderEvent(rec))
 }
@@ -54,7 +54,7 @@ func (h handlers) listEvents(c *fiber.Ctx) error {
 	}
 	page, hasMore, err := h.svc.ListEvents(c.UserContext(), caller(c), f, p)
 	if err != nil {
-		return apiError(err, "")
+		return err
 	}
 	data := make([]events.Public, len(page))
 	for i, r := range page {

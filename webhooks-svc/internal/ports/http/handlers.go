@@ -80,7 +80,7 @@ func (h handlers) create(c *fiber.Ctx) error {
 	}
 	e, err := h.svc.Create(c.UserContext(), caller(c), in)
 	if err != nil {
-		return apiError(err, "")
+		return err
 	}
 	return c.JSON(render(e, true))
 }
@@ -98,7 +98,7 @@ func (h handlers) rotateSecret(c *fiber.Ctx) error {
 	}
 	e, err := h.svc.RotateSecret(c.UserContext(), caller(c), id, p.ExpiresIn)
 	if err != nil {
-		return apiError(err, id)
+		return err
 	}
 	return c.JSON(render(e, true))
 }
@@ -107,7 +107,7 @@ func (h handlers) get(c *fiber.Ctx) error {
 	id := pathID(c)
 	e, err := h.svc.Get(c.UserContext(), caller(c), id)
 	if err != nil {
-		return apiError(err, id)
+		return err
 	}
 	return c.JSON(render(e, false))
 }
@@ -126,7 +126,7 @@ func (h handlers) update(c *fiber.Ctx) error {
 		Metadata:      p.Metadata,
 	})
 	if err != nil {
-		return apiError(err, id)
+		return err
 	}
 	return c.JSON(render(e, false))
 }
@@ -134,9 +134,9 @@ func (h handlers) update(c *fiber.Ctx) error {
 func (h handlers) delete(c *fiber.Ctx) error {
 	id := pathID(c)
 	if err := h.svc.Delete(c.UserContext(), caller(c), id); err != nil {
-		return apiError(err, id)
+		return err
 	}
-	return c.JSON(deleted{ID: id, Object: object, Deleted: true})
+	return c.JSON(deleted{ID: id, Object: domain.ObjectEndpoint, Deleted: true})
 }
 
 func (h handlers) list(c *fiber.Ctx) error {
@@ -150,7 +150,7 @@ func (h handlers) list(c *fiber.Ctx) error {
 	}
 	page, hasMore, err := h.svc.List(c.UserContext(), caller(c), p)
 	if err != nil {
-		return apiError(err, "")
+		return err
 	}
 	data := make([]endpointJSON, len(page))
 	for i, e := range page {

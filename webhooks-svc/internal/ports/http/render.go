@@ -1,12 +1,8 @@
 package http
 
 import (
-	"rentalplatform/libs/apierr"
-
 	"rentalplatform/webhooks-svc/internal/domain"
 )
-
-const object = "webhook_endpoint"
 
 // endpointJSON is the webhook_endpoint object. The secret is set only in the create response.
 type endpointJSON struct {
@@ -36,7 +32,7 @@ func EndpointObject(e *domain.Endpoint) any { return render(e, false) }
 func render(e *domain.Endpoint, withSecret bool) endpointJSON {
 	out := endpointJSON{
 		ID:            e.ID(),
-		Object:        object,
+		Object:        domain.ObjectEndpoint,
 		URL:           e.URL(),
 		EnabledEvents: e.EnabledEvents(),
 		Status:        e.Status(),
@@ -53,26 +49,4 @@ func render(e *domain.Endpoint, withSecret bool) endpointJSON {
 		out.Description = &d
 	}
 	return out
-}
-
-// apiError maps a domain error to the API's error, once, by kind; id names the object the
-// request was about. Anything else is returned as is and becomes a logged 500.
-func apiError(err error, id string) error {
-	de := domain.AsError(err)
-	if de == nil {
-		return err
-	}
-	switch de.Kind {
-	case domain.KindInvalid:
-		return apierr.Invalid(de.Code, de.Param, de.Message)
-	case domain.KindNotFound:
-		obj := de.Object
-		if obj == "" {
-			obj = object
-		}
-		return apierr.NotFound(obj, id)
-	case domain.KindConflict, domain.KindState:
-		return apierr.Conflict(de.Code, de.Message)
-	}
-	return err
 }

@@ -1,0 +1,129 @@
+// Package domainerr is the error every service's domain and use cases return when a request
+// cannot be carried out: what kind of failure it is, the stable code the API reports, the
+// dotted parameter at fault, and a message safe to show the caller. It imports nothing of
+// HTTP: libs/apierr maps a Kind to a status and an envelope, once, for every service.
+package domainerr
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Kind says how an operation failed, so the edge answers with the right status without
+// knowing each rule.
+type Kind int
+
+// Error kinds.
+const (
+	// Invalid: the input breaks a rule; nothing was changed (400).
+	Invalid Kind = iota + 1
+	// NotFound: the object the request addresses does not exist for this account and mode (404).
+	NotFound
+	// Conflict: the object's current state, or a concurrent request, refuses the operation (409).
+	Conflict
+	// IdempotencyInUse: a request with the same idempotency key is still running (409).
+	IdempotencyInUse
+	// IdempotencyReused: the idempotency key belongs to a different request (400).
+	IdempotencyReused
+)
+
+// Stable codes shared by every service. A service adds its own next to its rules.
+const (
+	CodeParameterMissing = "parameter_missing"
+	CodeParameterInvalid = "parameter_invalid"
+	CodeParameterUnknown = "parameter_unknown"
+	CodeResourceMissing  = "resource_missing"
+	CodeInvalidState     = "invalid_state"
+	CodeURLNotHTTPS      = "url_not_https"
+
+	CodeIdempotencyKeyInUse  = "idempotency_key_in_use"
+	CodeIdempotencyKeyReused = "idempotency_key_reused"
+)
+
+// Error is a domain error.
+type Error struct {
+	Kind    Kind
+	Code    string // stable, clients branch on it
+	Param   string // dotted path of the offending parameter ("address.country", "metadata[plan]"), if any
+	Message string // safe to show the caller
+	// Object names the type of object a NotFound error is about ("webhook_endpoint"), so a
+	// sentinel can match every not-found error of one type whatever the id.
+	Object string
+}
+
+func (e *Error) Error() string {
+	if e.Param != "" {
+		return fmt.Sprintf("%s (param %s): %s", e.Code, e.Param, e.Message)
+	}
+	return fmt.Sprintf("%s: %s", e.Code, e.Message)
+}
+
+// Is makes errors.Is(err, sentinel) match by kind, and by the sentinel's code and object when it
+// sets them: errors.Is(EndpointNotFound("we_1"), ErrEndpointNotFound) holds.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Kind == e.Kind && (t.Code == "" || t.Code == e.Code) && (t.Object == "" || t.Object == e.Object)
+}
+
+// New returns an error of any kind and code.
+func New(kind Kind, code, param, format string, args ...any) *Error {
+	return &Error{Kind: kind, Code: code, Param: param, Message: fmt.Sprintf(format, args...)}
+}
+
+// InvalidParam returns an Invalid error with code parameter_invalid naming param.
+func InvalidParam(param, format string, args ...any) *Error {
+	return New(Invalid, CodeParameterInvalid, param, format, args...)
+}
+
+// Missing returns the error for a required parameter that was not given.
+func Missing(param string) *Error {
+	return New(Invalid, CodeParameterMissing, param, "Missing required param: %s.", param)
+}
+
+// Unknown returns the error for a parameter the operation does not take.
+func Unknown(param string) *Error {
+	return New(Invalid, CodeParameterUnknown, param, "Received unknown parameter: %s.", param)
+}
+
+// NotFoundObject returns the error for an object id that does not exist for the caller: the
+// message names the object type and the id, the parameter is "id".
+func NotFoundObject(object, id string) *Error {
+	return &Error{Kind: NotFound, Code: CodeResourceMissing, Param: "id", Object: object,
+		Message: fmt.Sprintf("No such %s: '%s'", object, id)}
+}
+
+// NotFoundSentinel returns a value that matches, with errors.Is, every NotFoundObject error of
+// object, whatever the id.
+func NotFoundSentinel(object string) *Error {
+	return &Error{Kind: NotFound, Code: CodeResourceMissing, Object: object, Message: fmt.Sprintf("No such %s.", object)}
+}
+
+// InvalidState returns the Conflict error of an object whose state refuses the operation.
+func InvalidState(format string, args ...any) *Error {
+	return New(Conflict, CodeInvalidState, "", format, args...)
+}
+
+// As returns the *Error inside err, or nil.
+func As(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return nil
+}
+
+// KindOf returns the kind of the *Error inside err, or 0 when there is none.
+func KindOf(err error) Kind {
+	if e := As(err); e != nil {
+		return e.Kind
+	}
+	return 0
+}
+
+// CodeOf returns the code of the *Error inside err, or "" when there is none.
+func CodeOf(err error) string {
+	if e := As(err); e != nil {
+		return e.Code
+	}
+	return ""
+}
