@@ -28,10 +28,17 @@ lint: ## gofmt, go vet, and staticcheck when installed
 	go vet $(PACKAGES)
 	@if command -v staticcheck >/dev/null; then staticcheck $(PACKAGES); else echo "staticcheck not installed (go install honnef.co/go/tools/cmd/staticcheck@latest); skipped"; fi
 
-fuzz: ## Fuzz the request parsers for 30s each
+fuzz: ## Fuzz the request parsers (30 s each) and the shared validation rules (10 s each)
 	go test -run '^$$' -fuzz FuzzDecode -fuzztime 30s ./libs/jsonbody
 	go test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./libs/listing
 	go test -run '^$$' -fuzz FuzzGatedWrite -fuzztime 30s ./embedded/mongostore
+	go test -run '^$$' -fuzz FuzzMetadataEntry -fuzztime 10s ./libs/validate
+	go test -run '^$$' -fuzz FuzzCurrency -fuzztime 10s ./libs/validate
+	go test -run '^$$' -fuzz FuzzCountry -fuzztime 10s ./libs/validate
+	go test -run '^$$' -fuzz FuzzPhone -fuzztime 10s ./libs/validate
+	go test -run '^$$' -fuzz FuzzDate -fuzztime 10s ./libs/validate
+	go test -run '^$$' -fuzz FuzzEmail -fuzztime 10s ./libs/validate
+	go test -run '^$$' -fuzz FuzzHTTPSURL -fuzztime 10s ./libs/validate
 
 tidy: ## go mod tidy in every module
 	@for m in $(MODULES); do (cd $$m && go mod tidy) || exit 1; done

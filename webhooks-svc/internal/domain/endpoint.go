@@ -3,7 +3,6 @@ package domain
 import (
 	"fmt"
 	"maps"
-	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -13,15 +12,13 @@ import (
 	"rentalplatform/libs/apiversion"
 	"rentalplatform/libs/events"
 	"rentalplatform/libs/eventtype"
+	"rentalplatform/libs/validate"
 )
 
 // Limits on what a client may store on an endpoint.
 const (
 	MaxURLLen         = 2048
 	MaxDescriptionLen = 5000
-	MaxMetadataKeys   = 50
-	MaxMetadataKeyLen = 40
-	MaxMetadataValLen = 500
 )
 
 // Status says whether an endpoint receives deliveries.
@@ -384,21 +381,7 @@ func (e *Endpoint) State() State {
 }
 
 func validateURL(raw string) error {
-	if n := utf8.RuneCountInString(raw); n > MaxURLLen {
-		return invalid(CodeParameterInvalid, "url", "Invalid url: must be at most %d characters, got %d.", MaxURLLen, n)
-	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		return invalid(CodeParameterInvalid, "url", "Invalid url: not a valid URL.")
-	}
-	// url.Parse lower-cases the scheme, so HTTPS:// counts as https.
-	if u.Scheme != "https" {
-		return invalid(CodeURLNotHTTPS, "url", "Invalid url: webhook endpoints must use https://.")
-	}
-	if u.Opaque != "" || u.Hostname() == "" {
-		return invalid(CodeParameterInvalid, "url", "Invalid url: must be an absolute https:// URL with a host.")
-	}
-	return nil
+	return validate.HTTPSURL("url", raw, MaxURLLen)
 }
 
 // normalizeEvents checks every type and drops repeats, keeping the first occurrence's order.
@@ -444,28 +427,14 @@ func validateAPIVersion(v string) error {
 	return nil
 }
 
-// validateMetadata checks every entry, in key order so the error reported does not depend on
-// map iteration order.
+// validateMetadata checks every entry of a create's metadata or an update's changes (the
+// shared rules of libs/validate), in key order so the error reported does not depend on map
+// iteration order. The key count is checked on the merged result.
 func validateMetadata(m map[string]string) error {
 	for _, k := range slices.Sorted(maps.Keys(m)) {
-		if err := validateMetadataEntry(k, m[k]); err != nil {
+		if err := validate.MetadataEntry("metadata", k, m[k]); err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-func validateMetadataEntry(k, v string) error {
-	if k == "" {
-		return invalid(CodeParameterInvalid, "metadata", "Invalid metadata: keys must not be empty.")
-	}
-	if n := utf8.RuneCountInString(k); n > MaxMetadataKeyLen {
-		return invalid(CodeParameterInvalid, "metadata."+k,
-			"Invalid metadata key: must be at most %d characters, got %d.", MaxMetadataKeyLen, n)
-	}
-	if n := utf8.RuneCountInString(v); n > MaxMetadataValLen {
-		return invalid(CodeParameterInvalid, "metadata."+k,
-			"Invalid metadata value: must be at most %d characters, got %d.", MaxMetadataValLen, n)
 	}
 	return nil
 }
@@ -487,9 +456,8 @@ func mergeMetadata(base, changes map[string]string) (map[string]string, error) {
 			out[k] = v
 		}
 	}
-	if len(out) > MaxMetadataKeys {
-		return nil, invalid(CodeParameterInvalid, "metadata",
-			"Invalid metadata: at most %d keys, this would store %d.", MaxMetadataKeys, len(out))
+	if err := validate.MetadataKeyCount("metadata", len(out)); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

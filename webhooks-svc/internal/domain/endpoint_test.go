@@ -11,6 +11,7 @@ import (
 
 	"rentalplatform/libs/apiversion"
 	"rentalplatform/libs/domainerr"
+	"rentalplatform/libs/validate"
 
 	"rentalplatform/webhooks-svc/internal/domain"
 )
@@ -113,8 +114,8 @@ func TestNewRefuses(t *testing.T) {
 		{"api_version impossible date", func(p *domain.NewParams) { p.APIVersion = ptr("2026-02-30") }, "parameter_invalid", "api_version"},
 		{"api_version unsupported", func(p *domain.NewParams) { p.APIVersion = ptr("2001-01-01") }, "parameter_invalid", "api_version"},
 		{"metadata empty key", func(p *domain.NewParams) { p.Metadata = map[string]string{"": "v"} }, "parameter_invalid", "metadata"},
-		{"metadata key too long", func(p *domain.NewParams) { p.Metadata = map[string]string{long(41): "v"} }, "parameter_invalid", "metadata." + long(41)},
-		{"metadata value too long", func(p *domain.NewParams) { p.Metadata = map[string]string{"k": long(501)} }, "parameter_invalid", "metadata.k"},
+		{"metadata key too long", func(p *domain.NewParams) { p.Metadata = map[string]string{long(41): "v"} }, "parameter_invalid", "metadata[" + long(41) + "]"},
+		{"metadata value too long", func(p *domain.NewParams) { p.Metadata = map[string]string{"k": long(501)} }, "parameter_invalid", "metadata[k]"},
 		{"metadata too many keys", func(p *domain.NewParams) { p.Metadata = metadataOf(51) }, "parameter_invalid", "metadata"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -131,8 +132,8 @@ func TestNewAcceptsLimits(t *testing.T) {
 	p := validParams()
 	p.URL = "https://example.com/" + strings.Repeat("é", domain.MaxURLLen-len("https://example.com/"))
 	p.Description = ptr(strings.Repeat("é", domain.MaxDescriptionLen))
-	p.Metadata = metadataOf(domain.MaxMetadataKeys)
-	p.Metadata[strings.Repeat("k", domain.MaxMetadataKeyLen)] = strings.Repeat("v", domain.MaxMetadataValLen)
+	p.Metadata = metadataOf(validate.MaxMetadataKeys)
+	p.Metadata[strings.Repeat("k", validate.MaxMetadataKeyLen)] = strings.Repeat("v", validate.MaxMetadataValueLen)
 	delete(p.Metadata, "k00")
 	if _, err := domain.New(p); err != nil {
 		t.Fatal(err)
@@ -208,7 +209,7 @@ func TestUpdateRefuses(t *testing.T) {
 		{"status unknown", domain.Changes{Status: ptr("paused")}, "parameter_invalid", "status"},
 		{"status empty", domain.Changes{Status: ptr("")}, "parameter_invalid", "status"},
 		{"description too long", domain.Changes{Description: ptr(strings.Repeat("x", 5001))}, "parameter_invalid", "description"},
-		{"metadata value too long", domain.Changes{Metadata: map[string]string{"k": strings.Repeat("x", 501)}}, "parameter_invalid", "metadata.k"},
+		{"metadata value too long", domain.Changes{Metadata: map[string]string{"k": strings.Repeat("x", 501)}}, "parameter_invalid", "metadata[k]"},
 		{"metadata merged over limit", domain.Changes{Metadata: metadataOf(50)}, "parameter_invalid", "metadata"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,47 @@
+package validate
+
+import "strings"
+
+// countryCodes lists, sorted and separated by single spaces, the 249 officially assigned
+// ISO 3166-1 alpha-2 codes. User-assigned codes (XK, used for Kosovo by some registries) and
+// exceptionally or transitionally reserved ones (UK, EU, AN) are not officially assigned and
+// are refused. As with currencyCodes, every code and every input looked up has two letters,
+// so a substring search is an exact lookup.
+const countryCodes = "AD AE AF AG AI AL AM AO AQ AR AS AT AU AW AX AZ" +
+	" BA BB BD BE BF BG BH BI BJ BL BM BN BO BQ BR BS BT BV BW BY BZ" +
+	" CA CC CD CF CG CH CI CK CL CM CN CO CR CU CV CW CX CY CZ" +
+	" DE DJ DK DM DO DZ" +
+	" EC EE EG EH ER ES ET" +
+	" FI FJ FK FM FO FR" +
+	" GA GB GD GE GF GG GH GI GL GM GN GP GQ GR GS GT GU GW GY" +
+	" HK HM HN HR HT HU" +
+	" ID IE IL IM IN IO IQ IR IS IT" +
+	" JE JM JO JP" +
+	" KE KG KH KI KM KN KP KR KW KY KZ" +
+	" LA LB LC LI LK LR LS LT LU LV LY" +
+	" MA MC MD ME MF MG MH MK ML MM MN MO MP MQ MR MS MT MU MV MW MX MY MZ" +
+	" NA NC NE NF NG NI NL NO NP NR NU NZ" +
+	" OM" +
+	" PA PE PF PG PH PK PL PM PN PR PS PT PW PY" +
+	" QA" +
+	" RE RO RS RU RW" +
+	" SA SB SC SD SE SG SH SI SJ SK SL SM SN SO SR SS ST SV SX SY SZ" +
+	" TC TD TF TG TH TJ TK TL TM TN TO TR TT TV TW TZ" +
+	" UA UG UM US UY UZ" +
+	" VA VC VE VG VI VN VU" +
+	" WF WS" +
+	" YE YT" +
+	" ZA ZM ZW"
+
+// Country checks that s is an officially assigned ISO 3166-1 alpha-2 country code, in any
+// case, and returns it upper-case, the form the API stores and returns.
+func Country(param, s string) (string, error) {
+	if s == "" {
+		return "", empty(param)
+	}
+	c, ok := asciiLetters(s, 2, true)
+	if !ok || !strings.Contains(countryCodes, c) {
+		return "", invalid(param, "Invalid %s: '%s' is not an ISO 3166-1 alpha-2 country code (e.g. 'DE', 'US').", param, shown(s))
+	}
+	return c, nil
+}
