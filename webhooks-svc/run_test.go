@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -44,18 +45,14 @@ type instance struct {
 // adds or overrides variables ("" removes one).
 func start(t *testing.T, env ...string) *instance {
 	t.Helper()
-	m := testkit.Mongo(t)
-	vars := map[string]string{
-		"HTTP_ADDR":               "127.0.0.1:0",
-		"MONGODB_URI":             m.URI,
-		"MONGODB_DATABASE":        m.Database,
-		"INTERNAL_AUTH_SECRET":    testSecret,
+	vars := servicetest.Env(t)
+	maps.Copy(vars, map[string]string{
 		"REDIS_URL":               testkit.Redis(t),
 		"WEBHOOKS_RETRY_SCHEDULE": "100ms,200ms,300ms",
 		"WEBHOOKS_ALLOW_PRIVATE":  "true",
 		"WEBHOOKS_TLS_INSECURE":   "true",
 		"OUTBOX_RELAY_INTERVAL":   "100ms",
-	}
+	})
 	for i := 0; i+1 < len(env); i += 2 {
 		if env[i+1] == "" {
 			delete(vars, env[i])

@@ -33,13 +33,7 @@ func Component(t *testing.T, run RunFunc, env map[string]string) {
 	t.Helper()
 	t.Run("boots", func(t *testing.T) {
 		t.Parallel()
-		m := testkit.Mongo(t)
-		vars := map[string]string{
-			"HTTP_ADDR":            "127.0.0.1:0",
-			"MONGODB_URI":          m.URI,
-			"MONGODB_DATABASE":     m.Database,
-			"INTERNAL_AUTH_SECRET": Secret,
-		}
+		vars := Env(t)
 		maps.Copy(vars, env)
 		p := Start(t, run, vars, "http")
 		signer, err := identity.NewSigner([]byte(Secret), nil)
@@ -120,5 +114,18 @@ func wantError(t *testing.T, url string, sign func(http.Header), status int, typ
 	e := body.Error
 	if got != status || e.Type != typ || e.Code != code || (requestID != "" && e.RequestID != requestID) {
 		t.Errorf("GET %s (signed %v): %d %s; want %d %s/%s (request_id %q)", url, sign != nil, got, raw, status, typ, code, requestID)
+	}
+}
+
+// Env returns the settings every service needs to run in a test: a free port, a database of its
+// own on the embedded store (or MONGODB_URI's server) and the gateway-identity secret. A service
+// adds its own to the map.
+func Env(t testing.TB) map[string]string {
+	m := testkit.Mongo(t)
+	return map[string]string{
+		"HTTP_ADDR":            "127.0.0.1:0",
+		"MONGODB_URI":          m.URI,
+		"MONGODB_DATABASE":     m.Database,
+		"INTERNAL_AUTH_SECRET": Secret,
 	}
 }
