@@ -130,7 +130,7 @@ func TestGatewayKeysEndToEnd(t *testing.T) {
 	t.Run("admin API refuses bad permissions by name", func(t *testing.T) {
 		res := p.admin(t, "POST", "/admin/api_keys", map[string]any{"account": "acct_rk", "permissions": map[string]string{"refunds": "read"}},
 			http.StatusBadRequest)
-		if e, _ := res["error"].(map[string]any); e["param"] != "permissions.refunds" {
+		if e, _ := res["error"].(map[string]any); e["param"] != "permissions[refunds]" {
 			t.Fatalf("error: %v", res)
 		}
 		res = p.admin(t, "POST", "/admin/api_keys/key_01kaj2c8v6f3q9ysq7m2d0w1xz/roll", map[string]any{"expires_in": 604801},
