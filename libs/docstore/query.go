@@ -26,15 +26,37 @@ func (c *Collection[T]) live(filter bson.D) bson.D {
 
 // Find returns the documents filter matches (deleted aggregates never), as opts say.
 func (c *Collection[T]) Find(ctx context.Context, filter bson.D, opts ...options.Lister[options.FindOptions]) ([]T, error) {
-	cur, err := c.coll.Find(ctx, c.live(filter), opts...)
-	if err != nil {
+	var out []T
+	if err := c.findAll(ctx, c.live(filter), &out, opts...); err != nil {
 		return nil, fmt.Errorf("find in %s: %w", c.coll.Name(), err)
 	}
-	var out []T
-	if err := cur.All(ctx, &out); err != nil {
-		return nil, fmt.Errorf("find in %s: decode: %w", c.coll.Name(), err)
-	}
 	return out, nil
+}
+
+// cursorCloseTimeout bounds closing a cursor after its caller's context has ended.
+const cursorCloseTimeout = 5 * time.Second
+
+// findAll runs a query and decodes every document it returns into out (a pointer to a slice).
+// Every query of the package goes through it, so none leaves a cursor open on the server: the
+// strategy sets the first batch's size, and the cursor is closed with a context of its own, not
+// the caller's, which may be what just ended.
+func (c *Collection[T]) findAll(ctx context.Context, filter bson.D, out any, opts ...options.Lister[options.FindOptions]) error {
+	if n := c.strategy.firstBatch(); n > 0 {
+		opts = append(opts, options.Find().SetBatchSize(n))
+	}
+	cur, err := c.coll.Find(ctx, filter, opts...)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cursorCloseTimeout)
+		defer cancel()
+		_ = cur.Close(closeCtx) // a cursor the server still holds times out there
+	}()
+	if err := cur.All(ctx, out); err != nil {
+		return fmt.Errorf("decode: %w", err)
+	}
+	return nil
 }
 
 // FindOne returns the first document filter matches; found is false when there is none.
@@ -81,14 +103,9 @@ func (c *Collection[T]) PageOn(ctx context.Context, key string, filter bson.D, p
 		}
 		f = append(f, bson.E{Key: "created", Value: created})
 	}
-	opts := options.Find().SetSort(bson.D{{Key: key, Value: dir}}).SetLimit(int64(p.Limit + 1))
-	cur, err := c.coll.Find(ctx, f, opts)
-	if err != nil {
-		return nil, false, fmt.Errorf("list %s: %w", c.coll.Name(), err)
-	}
 	var items []T
-	if err := cur.All(ctx, &items); err != nil {
-		return nil, false, fmt.Errorf("list %s: decode: %w", c.coll.Name(), err)
+	if err := c.findAll(ctx, f, &items, options.Find().SetSort(bson.D{{Key: key, Value: dir}}).SetLimit(int64(p.Limit+1))); err != nil {
+		return nil, false, fmt.Errorf("list %s: %w", c.coll.Name(), err)
 	}
 	hasMore := len(items) > p.Limit
 	if hasMore {
@@ -105,18 +122,13 @@ func (c *Collection[T]) PageOn(ctx context.Context, key string, filter bson.D, p
 // Pending implements outbox.Store: the aggregates whose outbox has held events since before
 // the cutoff, deleted ones included.
 func (c *Collection[T]) Pending(ctx context.Context, before time.Time, limit int) ([]outbox.Batch, error) {
-	cur, err := c.coll.Find(ctx,
-		bson.D{{Key: "outbox_since", Value: bson.D{{Key: "$lte", Value: before}}}},
-		options.Find().SetProjection(bson.D{{Key: "outbox", Value: 1}}).SetLimit(int64(limit)))
-	if err != nil {
-		return nil, fmt.Errorf("outbox pending in %s: %w", c.coll.Name(), err)
-	}
 	var docs []struct {
 		ID     string       `bson:"_id"`
 		Outbox []outbox.Doc `bson:"outbox"`
 	}
-	if err := cur.All(ctx, &docs); err != nil {
-		return nil, fmt.Errorf("outbox pending in %s: decode: %w", c.coll.Name(), err)
+	if err := c.findAll(ctx, bson.D{{Key: "outbox_since", Value: bson.D{{Key: "$lte", Value: before}}}}, &docs,
+		options.Find().SetProjection(bson.D{{Key: "outbox", Value: 1}}).SetLimit(int64(limit))); err != nil {
+		return nil, fmt.Errorf("outbox pending in %s: %w", c.coll.Name(), err)
 	}
 	out := make([]outbox.Batch, 0, len(docs))
 	for _, d := range docs {
