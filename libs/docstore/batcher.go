@@ -9,8 +9,13 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
-// maxBatch bounds the writes of one command.
-const maxBatch = 256
+// maxBatch bounds the writes of one command. FerretDB v1 keeps the query under each statement of
+// an update command open until the whole command ends (its handler defers the close inside the
+// statement loop), one SQLite connection each, and a database has 100: an update command of
+// 100 statements waits forever for a connection for its last one, holding the database's
+// write gate, and every write of the database stops (seen under the delivery bench). 64 leaves
+// room for the queries running beside it.
+const maxBatch = 64
 
 // errNoMatch is returned for an update or replace that matched no document: its filter no
 // longer holds (the document was removed meanwhile).

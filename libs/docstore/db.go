@@ -60,8 +60,6 @@ type strategy interface {
 	createsIndex(unique bool) bool
 	// ttlIndexes reports whether the server expires documents by a TTL index.
 	ttlIndexes() bool
-	// firstBatch is the batch size a query asks for, 0 for the server's default.
-	firstBatch() int32
 }
 
 // writer stores documents. Every method reports whether its write landed: false when the
@@ -80,7 +78,6 @@ func (mongoDB) multiProcess() bool            { return true }
 func (mongoDB) clearsOnPublish() bool         { return true }
 func (mongoDB) createsIndex(unique bool) bool { return true }
 func (mongoDB) ttlIndexes() bool              { return true }
-func (mongoDB) firstBatch() int32             { return 0 }
 func (mongoDB) writer(coll *mongo.Collection) writer {
 	return direct{coll: coll}
 }
@@ -93,25 +90,12 @@ func (mongoDB) writer(coll *mongo.Collection) writer {
 // database, and a write costs much less in a batch than alone, so writes are group-committed. It
 // uses no secondary index for a query (only unique indexes are worth their cost on every
 // write), and refuses TTL indexes.
-//
-// Queries ask for their whole result in the first batch. FerretDB v1 keeps a cursor whose first
-// batch was full open, with the SQLite connection under it, until a getMore exhausts it, a
-// killCursors closes it or the client's connection ends: it has no cursor timeout. A client
-// that gives up between batches (its context ended), or never sees the first reply, leaves one
-// connection of the database's pool of 100 held for good, and the hundredth stops every query
-// and write of that database. Answered in one batch, no cursor outlives its query.
 type embedded struct{}
-
-// embeddedBatch is the first batch the embedded store is asked for: more than any query here
-// returns (pages hold 101 at most; outbox sweeps and endpoint scans far fewer). A larger
-// result still works, its rest read by getMore as on MongoDB.
-const embeddedBatch = 10_000
 
 func (embedded) multiProcess() bool            { return false }
 func (embedded) clearsOnPublish() bool         { return false }
 func (embedded) createsIndex(unique bool) bool { return unique }
 func (embedded) ttlIndexes() bool              { return false }
-func (embedded) firstBatch() int32             { return embeddedBatch }
 func (embedded) writer(coll *mongo.Collection) writer {
 	return grouped{coll: coll, batch: newBatcher(coll)}
 }

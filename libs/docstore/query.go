@@ -37,13 +37,10 @@ func (c *Collection[T]) Find(ctx context.Context, filter bson.D, opts ...options
 const cursorCloseTimeout = 5 * time.Second
 
 // findAll runs a query and decodes every document it returns into out (a pointer to a slice).
-// Every query of the package goes through it, so none leaves a cursor open on the server: the
-// strategy sets the first batch's size, and the cursor is closed with a context of its own, not
-// the caller's, which may be what just ended.
+// Every query of the package goes through it, and closes its cursor with a context of its own,
+// not the caller's, which may be what just ended: a cursor left open holds resources on the
+// server (on the embedded store, a SQLite connection, with no cursor timeout).
 func (c *Collection[T]) findAll(ctx context.Context, filter bson.D, out any, opts ...options.Lister[options.FindOptions]) error {
-	if n := c.strategy.firstBatch(); n > 0 {
-		opts = append(opts, options.Find().SetBatchSize(n))
-	}
 	cur, err := c.coll.Find(ctx, filter, opts...)
 	if err != nil {
 		return err
