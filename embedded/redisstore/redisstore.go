@@ -67,8 +67,11 @@ func (s *Store) tick() {
 		select {
 		case <-s.stop:
 			return
-		case now := <-t.C:
-			s.m.SetTime(now)
+		case <-t.C:
+			// The wall clock now, not the tick's time: a tick delivered late under CPU
+			// contention carries a stale time, and a clock behind makes keys set meanwhile
+			// expire early by as much.
+			s.m.SetTime(time.Now())
 		}
 	}
 }

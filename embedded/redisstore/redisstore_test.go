@@ -87,7 +87,10 @@ func TestTTLExpiresInRealTime(t *testing.T) {
 				}
 				elapsed := time.Since(begin)
 				if n == 0 {
-					if elapsed < ttl-10*time.Millisecond {
+					// The store's clock follows the wall clock in clockStep steps and can lag
+					// further while its goroutine waits for a CPU, so a key may go that much
+					// early; 50 ms covers a loaded CI machine and still catches a TTL misread.
+					if elapsed < ttl-50*time.Millisecond {
 						t.Fatalf("gone after %v, before its TTL %v", elapsed, ttl)
 					}
 					break
