@@ -28,8 +28,11 @@ lint: ## gofmt, go vet, and staticcheck when installed
 	go vet $(PACKAGES)
 	@if command -v staticcheck >/dev/null; then staticcheck $(PACKAGES); else echo "staticcheck not installed (go install honnef.co/go/tools/cmd/staticcheck@latest); skipped"; fi
 
-fuzz: ## Fuzz the request parsers (30 s each) and the shared validation rules (10 s each)
+fuzz: ## Fuzz the gateway's listener (60 s), the request parsers (30 s each) and the shared validation rules (10 s each)
 	go test -run '^$$' -fuzz FuzzDecode -fuzztime 30s ./libs/jsonbody
+	go test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 30s ./libs/jsonbody
+	go test -run '^$$' -fuzz FuzzParseQuery -fuzztime 30s ./libs/fiberx
+	go test -run '^$$' -fuzz FuzzListener -fuzztime 60s ./gateway
 	go test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./libs/listing
 	go test -run '^$$' -fuzz FuzzGatedWrite -fuzztime 30s ./embedded/mongostore
 	go test -run '^$$' -fuzz FuzzMetadataEntry -fuzztime 10s ./libs/validate

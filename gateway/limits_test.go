@@ -157,3 +157,54 @@ func TestGatewayAuthFailureLimit(t *testing.T) {
 		t.Fatalf("after Retry-After: %d %s", r.status, r.body)
 	}
 }
+
+// TestGatewayAdminAuthFailureLimit: wrong admin tokens are limited per client address like bad
+// API keys (GATEWAY_AUTH_FAILURE_LIMIT), in a count of their own: once over, the address gets
+// 429 from the admin listener, even with the right token, until Retry-After; the public
+// listener is not affected.
+func TestGatewayAdminAuthFailureLimit(t *testing.T) {
+	s := startStack(t, map[string]string{"GATEWAY_AUTH_FAILURE_LIMIT": "30"})
+	key := s.createKey(t, "acct_abf", false) // the right token is never counted
+	var r response
+	n := 0
+	start := time.Now()
+	for ; n < 100; n++ {
+		r = do(t, "GET", s.admin+"/admin/api_keys", nil, bearer(fmt.Sprintf("wrong-admin-token-%d", n)))
+		if r.status != 401 {
+			break
+		}
+		r.expectError(t, 401, "authentication_error", "admin_token_invalid")
+	}
+	blockedAt := time.Now()
+	// 30 at once, and one more for every 2 s the loop took (30 a minute refill).
+	if most := 30 + int(blockedAt.Sub(start)/(2*time.Second)) + 1; n < 30 || n > most {
+		t.Fatalf("%d wrong tokens before the block, want 30 (at most %d with refills)", n, most)
+	}
+	e := r.expectError(t, 429, "rate_limit_error", "authentication_rate_limited")
+	if !strings.Contains(e.Error.Message, "admin token") {
+		t.Errorf("message %q does not say what failed", e.Error.Message)
+	}
+	retry, err := strconv.Atoi(r.header.Get("Retry-After"))
+	if err != nil || retry < 1 || retry > 2 {
+		t.Fatalf("Retry-After = %q, want 1–2 s (30/min refills one every 2 s)", r.header.Get("Retry-After"))
+	}
+	// Blocked: the right token from this address waits too, on every route.
+	for _, path := range []string{"/admin/api_keys", "/admin/api_keys/" + key.ID, "/admin/nope"} {
+		r := do(t, "GET", s.admin+path, nil, bearer(testAdminToken))
+		if r.status == 200 || r.status == 404 {
+			if time.Since(blockedAt) < time.Duration(retry)*time.Second {
+				t.Fatalf("%s: %d with the right token while blocked", path, r.status)
+			}
+			continue
+		}
+		r.expectError(t, 429, "rate_limit_error", "authentication_rate_limited")
+	}
+	// The public listener keeps its own count.
+	if r := do(t, "GET", s.public+"/v1/webhook_endpoints", nil, bearer(*key.Secret)); r.status != 200 {
+		t.Fatalf("public listener after admin failures: %d %s", r.status, r.body)
+	}
+	time.Sleep(time.Duration(retry) * time.Second)
+	if r := do(t, "GET", s.admin+"/admin/api_keys/"+key.ID, nil, bearer(testAdminToken)); r.status != 200 {
+		t.Fatalf("right token after Retry-After: %d %s", r.status, r.body)
+	}
+}

@@ -133,7 +133,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) (err
 		TracerProvider: tel.TracerProvider, Propagator: tel.Propagator, Checks: checks,
 	})
 	admin := httpport.NewAdmin(httpport.AdminConfig{
-		Logger: log, Keys: svc, Token: cfg.AdminToken, IDs: idgen,
+		Logger: log, Keys: svc, Token: cfg.AdminToken, AuthLimit: svc.AdminAuth(), IDs: idgen,
 		TracerProvider: tel.TracerProvider, Propagator: tel.Propagator,
 	})
 

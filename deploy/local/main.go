@@ -10,7 +10,9 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// SIGHUP too: closing the terminal is a common way to end `make run`, and a clean stop is
+	// what keeps the embedded Redis's idempotency records and queues (stack.Stop).
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	err := run(ctx, os.Environ(), os.Stdout)
 	stop()
 	if err != nil {

@@ -41,7 +41,7 @@ func run(ctx context.Context, environ []string, stdout io.Writer) error {
 		fmt.Fprintln(stdout, "Stopped.")
 		return nil
 	case err := <-st.Died():
-		fmt.Fprintf(stdout, "\n%v: stopping everything (see its log lines above).\n", err)
+		fmt.Fprintf(stdout, "\n%v.\nStopping everything.\n", err)
 		return errors.Join(err, st.Stop())
 	}
 }
@@ -67,9 +67,17 @@ func options(environ []string, stdout io.Writer) (stack.Options, error) {
 		AdminAddr:   r.String("ADMIN_ADDR", "127.0.0.1:8081"),
 		AdminToken:  r.String("ADMIN_TOKEN", ""),
 		DevAPIKey:   r.String("RENTAL_DEV_API_KEY", ""),
-		Environ:     environ,
-		ProgramEnv:  map[string]map[string]string{"webhooks-svc": {}},
-		Output:      stdout,
+		// Services take free ports unless told otherwise: only the gateway's addresses face
+		// the user, and fixed service ports would keep two stacks from running side by side.
+		ServiceAddrs: map[string]string{},
+		Environ:      environ,
+		ProgramEnv:   map[string]map[string]string{"webhooks-svc": {}},
+		Output:       stdout,
+	}
+	for name, v := range stack.ServiceAddrVars() {
+		if addr := r.String(v, ""); addr != "" {
+			opts.ServiceAddrs[name] = addr
+		}
 	}
 	if err := r.Err(); err != nil {
 		return stack.Options{}, err
@@ -108,6 +116,10 @@ func printBanner(w io.Writer, st *stack.Stack, opts stack.Options) {
 	fmt.Fprintf(&b, "  API gateway    %s\n", st.GatewayURL)
 	fmt.Fprintf(&b, "  Admin API      %s   (Authorization: Bearer %s, kept in %s unless ADMIN_TOKEN is set)\n", st.AdminURL, st.AdminToken, filepath.Join(opts.DataDir, "admin_token"))
 	fmt.Fprintf(&b, "  Test API key   %s   (account acct_dev, kept in %s)\n", st.DevAPIKey, filepath.Join(opts.DataDir, "dev_api_key"))
+	b.WriteString("\n  Programs (the services on free ports unless their *_ADDR is set):\n")
+	for _, p := range st.Programs() {
+		fmt.Fprintf(&b, "    %-17s pid %-8d %s\n", p.Name, p.PID, p.URL)
+	}
 	b.WriteString("\n  Try it:\n")
 	fmt.Fprintf(&b, "    curl %s/v1/webhook_endpoints \\\n", st.GatewayURL)
 	fmt.Fprintf(&b, "      -H 'Authorization: Bearer %s' \\\n", st.DevAPIKey)

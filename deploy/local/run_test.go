@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"maps"
 	"slices"
 	"testing"
 )
@@ -11,13 +12,17 @@ import (
 func TestOptions(t *testing.T) {
 	dir := t.TempDir()
 	environ := []string{"DATA_DIR=" + dir, "ADMIN_TOKEN=admin_given_token", "GATEWAY_ADDR=127.0.0.1:9080",
-		"WEBHOOKS_RETRY_SCHEDULE=1s,1s", "WEBHOOKS_TLS_INSECURE=false"}
+		"WEBHOOKS_RETRY_SCHEDULE=1s,1s", "WEBHOOKS_TLS_INSECURE=false", "PAYMENTS_ADDR=127.0.0.1:9093"}
 	opts, err := options(environ, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if opts.DataDir != dir || opts.AdminToken != "admin_given_token" || opts.GatewayAddr != "127.0.0.1:9080" || opts.AdminAddr != "127.0.0.1:8081" {
 		t.Errorf("launcher settings: %+v", opts)
+	}
+	// Services take free ports unless their address is set.
+	if !maps.Equal(opts.ServiceAddrs, map[string]string{"payments-svc": "127.0.0.1:9093"}) {
+		t.Errorf("ServiceAddrs = %v; want payments-svc's alone", opts.ServiceAddrs)
 	}
 	if !slices.Equal(opts.Environ, environ) {
 		t.Errorf("Environ = %v; want the launcher's environment", opts.Environ)

@@ -4,6 +4,9 @@
 // Unlike plain miniredis, keys with a TTL expire in real time (within
 // clockStep), so code that relies on expiry (rate-limit windows, locks, asynq
 // leases) behaves as it does against Redis.
+//
+// The data lives in memory. Save and Restore keep chosen keys, with their
+// expiries, in a file across a stop and a start (snapshot.go).
 package redisstore
 
 import (
@@ -79,7 +82,7 @@ func (s *Store) tick() {
 // URL returns the redis:// URL of database 0, e.g. "redis://127.0.0.1:40123/0".
 func (s *Store) URL() string { return "redis://" + s.m.Addr() + "/0" }
 
-// Close stops the server and closes all client connections. Data is lost.
+// Close stops the server and closes all client connections. Data not Saved is lost.
 func (s *Store) Close() {
 	close(s.stop)
 	s.wg.Wait()

@@ -3,6 +3,10 @@ package redisstore_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -187,5 +191,73 @@ func TestAsynqRoundTrip(t *testing.T) {
 			t.Fatalf("queue state: %+v", q)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// What Save writes, Restore brings back into a new store with the TTL that was left: the
+// round trip `make run` makes across a clean stop and start.
+func TestSaveAndRestore(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "redis.json")
+
+	first := start(t)
+	rdb := client(t, first.URL())
+	if err := rdb.HSet(ctx, "keep:hash", "f1", "v1", "f2", "\xff\x00").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Expire(ctx, "keep:hash", time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.RPush(ctx, "keep:list", "a", "b", "c").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Set(ctx, "other:key", "not kept", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := first.Save(path, "keep:"); err != nil || n != 2 {
+		t.Fatalf("Save = %d, %v; want 2 keys", n, err)
+	}
+	// Saved again over the first file (as every stop does): replaced whole, nothing left beside it.
+	if n, err := first.Save(path, "keep:"); err != nil || n != 2 {
+		t.Fatalf("second Save = %d, %v", n, err)
+	}
+	entries, _ := os.ReadDir(filepath.Dir(path))
+	if len(entries) != 1 {
+		t.Errorf("the data folder holds %d files, want the snapshot alone", len(entries))
+	}
+	// The records hold API responses (webhook secrets among them): the file is the user's only.
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("snapshot mode = %v, %v; want 0600", fi.Mode().Perm(), err)
+	}
+
+	second := start(t)
+	if n, err := second.Restore(path); err != nil || n != 2 {
+		t.Fatalf("Restore = %d, %v; want 2 keys", n, err)
+	}
+	rdb2 := client(t, second.URL())
+	if got := rdb2.HGetAll(ctx, "keep:hash").Val(); got["f1"] != "v1" || got["f2"] != "\xff\x00" {
+		t.Errorf("restored hash = %q", got)
+	}
+	if ttl := rdb2.TTL(ctx, "keep:hash").Val(); ttl <= 50*time.Minute || ttl > time.Hour {
+		t.Errorf("restored TTL = %v, want what was left of an hour", ttl)
+	}
+	if got := rdb2.LRange(ctx, "keep:list", 0, -1).Val(); !slices.Equal(got, []string{"a", "b", "c"}) {
+		t.Errorf("restored list = %q", got)
+	}
+	if rdb2.Exists(ctx, "other:key").Val() != 0 {
+		t.Error("a key outside the prefixes was kept")
+	}
+
+	// A first start has no snapshot; a damaged one is an error, not an empty store.
+	if n, err := start(t).Restore(filepath.Join(t.TempDir(), "none.json")); n != 0 || err != nil {
+		t.Errorf("Restore of a missing file = %d, %v; want 0, nil", n, err)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"format":`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := start(t).Restore(bad); err == nil || !strings.Contains(err.Error(), bad) {
+		t.Errorf("Restore of a damaged file = %v, want an error naming it", err)
 	}
 }

@@ -29,10 +29,12 @@ const (
 	CodeParameterMissing     = domainerr.CodeParameterMissing
 	CodeParameterInvalid     = domainerr.CodeParameterInvalid
 	CodeParameterUnknown     = domainerr.CodeParameterUnknown
+	CodeParameterDuplicate   = domainerr.CodeParameterDuplicate
 	CodeParametersExclusive  = "parameters_exclusive"
 	CodeResourceMissing      = domainerr.CodeResourceMissing
 	CodeInvalidState         = domainerr.CodeInvalidState
 	CodeURLNotHTTPS          = domainerr.CodeURLNotHTTPS
+	CodeURLCredentials       = domainerr.CodeURLCredentials
 	CodeBodyInvalidJSON      = "body_invalid_json"
 	CodeBodyTooLarge         = "body_too_large"
 	CodeUnsupportedMedia     = "unsupported_media_type"

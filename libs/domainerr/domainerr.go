@@ -32,9 +32,15 @@ const (
 	CodeParameterMissing = "parameter_missing"
 	CodeParameterInvalid = "parameter_invalid"
 	CodeParameterUnknown = "parameter_unknown"
-	CodeResourceMissing  = "resource_missing"
-	CodeInvalidState     = "invalid_state"
-	CodeURLNotHTTPS      = "url_not_https"
+	// CodeParameterDuplicate: a parameter given twice (a repeated JSON key, a repeated scalar
+	// query parameter), which two readers of one request could take differently.
+	CodeParameterDuplicate = "parameter_duplicate"
+	CodeResourceMissing    = "resource_missing"
+	CodeInvalidState       = "invalid_state"
+	CodeURLNotHTTPS        = "url_not_https"
+	// CodeURLCredentials: a URL with a user name or password (https://user:pass@host), which
+	// would be stored and shown in every read of the object.
+	CodeURLCredentials = "url_credentials_not_allowed"
 
 	CodeIdempotencyKeyInUse  = "idempotency_key_in_use"
 	CodeIdempotencyKeyReused = "idempotency_key_reused"

@@ -12,8 +12,10 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gofiber/contrib/otelfiber/v2"
 	"github.com/gofiber/fiber/v2"
@@ -23,6 +25,7 @@ import (
 	"rentalplatform/libs/apierr"
 	"rentalplatform/libs/identity"
 	"rentalplatform/libs/jsonbody"
+	"rentalplatform/libs/listing"
 	"rentalplatform/libs/telemetry"
 )
 
@@ -216,11 +219,47 @@ func DecodeJSON(c *fiber.Ctx, dst any) error {
 	return jsonbody.Decode(body, dst)
 }
 
-// Query returns the request's query parameters, copied out of Fiber's reused buffers.
+// Query returns the request's query parameters, copied out of Fiber's reused buffers (see
+// ParseQuery for what it refuses).
 func Query(c *fiber.Ctx) (url.Values, error) {
-	q, err := url.ParseQuery(string(c.Request().URI().QueryString()))
+	return ParseQuery(string(c.Request().URI().QueryString()))
+}
+
+// ParseQuery reads a query string and refuses, naming the parameter, what two readers of it
+// could take differently: a parameter given more than once (400 parameter_duplicate), unless
+// its name ends in "[]" (an array: types[]=a&types[]=b), and a name or value that is not valid
+// UTF-8 once percent-decoded (400 parameter_invalid; url.Values would hand the bytes on, and
+// whatever stores or prints them turns them into U+FFFD). Errors name the first offender in
+// name order.
+func ParseQuery(raw string) (url.Values, error) {
+	q, err := url.ParseQuery(raw)
 	if err != nil {
 		return nil, apierr.Invalid(apierr.CodeParameterInvalid, "", "The query string is not valid URL encoding.")
+	}
+	if len(q) == 0 {
+		return q, nil
+	}
+	names := make([]string, 0, len(q))
+	for name := range q {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if !utf8.ValidString(name) {
+			param := strings.ToValidUTF8(name, "\uFFFD")
+			return nil, apierr.Invalid(apierr.CodeParameterInvalid, param,
+				fmt.Sprintf("Invalid parameter name %s: it is not valid UTF-8 text.", param))
+		}
+		vs := q[name]
+		for _, v := range vs {
+			if !utf8.ValidString(v) {
+				return nil, apierr.Invalid(apierr.CodeParameterInvalid, name,
+					fmt.Sprintf("Invalid %s: the value is not valid UTF-8 text.", name))
+			}
+		}
+		if len(vs) > 1 && !listing.IsArray(name) {
+			return nil, listing.Duplicate(name)
+		}
 	}
 	return q, nil
 }

@@ -6,6 +6,7 @@ package listing
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -40,16 +41,20 @@ type Spec struct {
 
 // Parse reads and validates the common list parameters from q. It refuses parameters that are
 // neither common nor named in spec.Filters, naming them, so a typo never silently widens a list.
+// A parameter whose name does not end in "[]" is a single value: given twice it is 400
+// parameter_duplicate, given empty ("limit=") 400 parameter_invalid, both naming it. (Query
+// strings read with fiberx.Query are already refused for repeats; Parse holds the rule for
+// any url.Values.)
 func Parse(q url.Values, spec Spec) (Params, error) {
 	p := Params{Limit: DefaultLimit}
 	if err := checkKnown(q, spec); err != nil {
 		return Params{}, err
 	}
-	if v, ok := single(q, "limit"); ok {
-		n, err := strconv.Atoi(v)
+	if v, ok := q["limit"]; ok {
+		n, err := strconv.Atoi(v[0])
 		if err != nil || n < 1 || n > MaxLimit {
 			return Params{}, apierr.Invalid(apierr.CodeParameterInvalid, "limit",
-				fmt.Sprintf("Invalid limit: must be an integer from 1 to %d, got '%s'.", MaxLimit, v))
+				fmt.Sprintf("Invalid limit: must be an integer from 1 to %d, got '%s'.", MaxLimit, v[0]))
 		}
 		p.Limit = n
 	}
@@ -57,10 +62,11 @@ func Parse(q url.Values, spec Spec) (Params, error) {
 		name string
 		dst  *string
 	}{{"starting_after", &p.StartingAfter}, {"ending_before", &p.EndingBefore}} {
-		v, ok := single(q, c.name)
+		vs, ok := q[c.name]
 		if !ok {
 			continue
 		}
+		v := vs[0]
 		if !strings.HasPrefix(v, spec.IDPrefix) || len(v) == len(spec.IDPrefix) || len(v) > 128 {
 			return Params{}, apierr.Invalid(apierr.CodeParameterInvalid, c.name,
 				fmt.Sprintf("Invalid %s: expected an id starting with '%s', got '%s'.", c.name, spec.IDPrefix, v))
@@ -76,14 +82,14 @@ func Parse(q url.Values, spec Spec) (Params, error) {
 			name string
 			dst  **int64
 		}{{"created[gte]", &p.CreatedGTE}, {"created[lte]", &p.CreatedLTE}} {
-			v, ok := single(q, c.name)
+			vs, ok := q[c.name]
 			if !ok {
 				continue
 			}
-			n, err := strconv.ParseInt(v, 10, 64)
+			n, err := strconv.ParseInt(vs[0], 10, 64)
 			if err != nil || n < 0 {
 				return Params{}, apierr.Invalid(apierr.CodeParameterInvalid, c.name,
-					fmt.Sprintf("Invalid %s: expected a Unix timestamp, got '%s'.", c.name, v))
+					fmt.Sprintf("Invalid %s: expected a Unix timestamp, got '%s'.", c.name, vs[0]))
 			}
 			*c.dst = &n
 		}
@@ -91,15 +97,17 @@ func Parse(q url.Values, spec Spec) (Params, error) {
 	return p, nil
 }
 
-// single returns the only value of name; an empty value counts as absent.
-func single(q url.Values, name string) (string, bool) {
-	v := q.Get(name)
-	return v, v != ""
-}
+// IsArray reports whether a query parameter of this name may be given more than once: its name
+// ends in "[]" (types[]=a&types[]=b), as form-encoding clients name arrays.
+func IsArray(name string) bool { return strings.HasSuffix(name, "[]") }
 
+// checkKnown refuses unknown parameters (all of them named in the message), then, in name
+// order, a single-valued parameter given twice or given empty.
 func checkKnown(q url.Values, spec Spec) error {
 	var unknown []string
+	names := make([]string, 0, len(q))
 	for name := range q {
+		names = append(names, name)
 		switch name {
 		case "limit", "starting_after", "ending_before":
 			continue
@@ -108,26 +116,38 @@ func checkKnown(q url.Values, spec Spec) error {
 				continue
 			}
 		}
-		known := false
-		for _, f := range spec.Filters {
-			if name == f {
-				known = true
-				break
-			}
-		}
-		if !known {
+		if !slices.Contains(spec.Filters, name) {
 			unknown = append(unknown, name)
 		}
 	}
-	if len(unknown) == 0 {
-		return nil
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		e := apierr.Unknown(unknown[0])
+		if len(unknown) > 1 {
+			e.Message = fmt.Sprintf("Received unknown parameters: %s.", strings.Join(unknown, ", "))
+		}
+		return e
 	}
-	sort.Strings(unknown)
-	e := apierr.Unknown(unknown[0])
-	if len(unknown) > 1 {
-		e.Message = fmt.Sprintf("Received unknown parameters: %s.", strings.Join(unknown, ", "))
+	sort.Strings(names)
+	for _, name := range names {
+		if IsArray(name) {
+			continue
+		}
+		switch vs := q[name]; {
+		case len(vs) > 1:
+			return Duplicate(name)
+		case len(vs) == 0 || vs[0] == "":
+			return apierr.Invalid(apierr.CodeParameterInvalid, name,
+				fmt.Sprintf("Invalid %s: must not be empty; leave the parameter out instead.", name))
+		}
 	}
-	return e
+	return nil
+}
+
+// Duplicate is the error of a single-valued query parameter given more than once.
+func Duplicate(name string) *apierr.Error {
+	return apierr.Invalid(apierr.CodeParameterDuplicate, name,
+		fmt.Sprintf("Received %s more than once: give each query parameter once (only array parameters, named with [], repeat).", name))
 }
 
 // List is the List object.

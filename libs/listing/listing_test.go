@@ -9,7 +9,7 @@ import (
 )
 
 func TestParse(t *testing.T) {
-	spec := Spec{IDPrefix: "we_", Created: true, Filters: []string{"status"}}
+	spec := Spec{IDPrefix: "we_", Created: true, Filters: []string{"status", "types[]"}}
 	i := func(n int64) *int64 { return &n }
 	for _, tc := range []struct {
 		query     string
@@ -35,6 +35,27 @@ func TestParse(t *testing.T) {
 		{"status=enabled", Params{Limit: 10}, "", ""},
 		{"colour=red", Params{}, apierr.CodeParameterUnknown, "colour"},
 		{"b=1&a=2", Params{}, apierr.CodeParameterUnknown, "a"},
+
+		// One value each: a repeat is refused even when the values agree, an empty value is
+		// never "not given".
+		{"limit=", Params{}, apierr.CodeParameterInvalid, "limit"},
+		{"limit", Params{}, apierr.CodeParameterInvalid, "limit"},
+		{"limit=1&limit=2", Params{}, apierr.CodeParameterDuplicate, "limit"},
+		{"limit=5&limit=5", Params{}, apierr.CodeParameterDuplicate, "limit"},
+		{"limit=&limit=3", Params{}, apierr.CodeParameterDuplicate, "limit"},
+		{"starting_after=", Params{}, apierr.CodeParameterInvalid, "starting_after"},
+		{"ending_before=", Params{}, apierr.CodeParameterInvalid, "ending_before"},
+		{"starting_after=we_a&starting_after=we_b", Params{}, apierr.CodeParameterDuplicate, "starting_after"},
+		{"ending_before=we_a&ending_before=we_a", Params{}, apierr.CodeParameterDuplicate, "ending_before"},
+		{"created[gte]=", Params{}, apierr.CodeParameterInvalid, "created[gte]"},
+		{"created[lte]=", Params{}, apierr.CodeParameterInvalid, "created[lte]"},
+		{"created[gte]=1&created[gte]=2", Params{}, apierr.CodeParameterDuplicate, "created[gte]"},
+		{"created[lte]=5&created[gte]=1&created[lte]=9", Params{}, apierr.CodeParameterDuplicate, "created[lte]"},
+		{"status=", Params{}, apierr.CodeParameterInvalid, "status"},
+		{"status=a&status=b", Params{}, apierr.CodeParameterDuplicate, "status"},
+		{"types[]=a&types[]=b", Params{Limit: 10}, "", ""},
+		{"types[]=", Params{Limit: 10}, "", ""}, // an array's elements are the operation's to check
+		{"limit=1&limit=2&colour=x", Params{}, apierr.CodeParameterUnknown, "colour"},
 	} {
 		t.Run(tc.query, func(t *testing.T) {
 			q, _ := url.ParseQuery(tc.query)
@@ -77,7 +98,7 @@ func FuzzParse(f *testing.F) {
 	for _, s := range []string{"limit=5", "starting_after=we_1&limit=100", "created[gte]=1&created[lte]=x", "%zz", "limit=&limit=3"} {
 		f.Add(s)
 	}
-	spec := Spec{IDPrefix: "we_", Created: true}
+	spec := Spec{IDPrefix: "we_", Created: true, Filters: []string{"status", "types[]"}}
 	f.Fuzz(func(t *testing.T, raw string) {
 		q, err := url.ParseQuery(raw)
 		if err != nil {
@@ -95,6 +116,11 @@ func FuzzParse(f *testing.F) {
 		}
 		if p.StartingAfter != "" && p.EndingBefore != "" {
 			t.Fatal("both cursors accepted")
+		}
+		for name, vs := range q {
+			if !IsArray(name) && (len(vs) != 1 || vs[0] == "") {
+				t.Fatalf("accepted %s = %q: a single value was expected", name, vs)
+			}
 		}
 	})
 }

@@ -44,6 +44,15 @@ var httpsURLCases = []struct {
 	{"https://example.com\n", domainerr.CodeParameterInvalid},
 	{"https://[::1", domainerr.CodeParameterInvalid},
 	{"://example.com", domainerr.CodeParameterInvalid},
+	{"https://user:pass@example.com", domainerr.CodeURLCredentials},
+	{"https://user@example.com/hooks", domainerr.CodeURLCredentials},
+	{"https://:pass@example.com", domainerr.CodeURLCredentials},
+	{"https://@example.com", domainerr.CodeURLCredentials},
+	{"HTTPS://User:P%40ss@Example.com:8443/h?q=1", domainerr.CodeURLCredentials},
+	{"https://user:pass@[2001:db8::1]/h", domainerr.CodeURLCredentials},
+	{"https://a@b@example.com", domainerr.CodeURLCredentials},
+	{"https://example.com/p@th?to=a@b#c@d", ""}, // '@' after the host is no userinfo
+	{"http://user:pass@example.com", domainerr.CodeURLNotHTTPS},
 }
 
 func TestHTTPSURL(t *testing.T) {
@@ -71,6 +80,7 @@ func TestHTTPSURLMessages(t *testing.T) {
 		want   string
 	}{
 		{"http://example.com", 64, "url_not_https (param url): Invalid url: must use https://."},
+		{"https://jane:s3cret@example.com", 64, "url_credentials_not_allowed (param url): Invalid url: must not contain a user name or password ('user:password@' before the host): the URL is shown in every read of the object."},
 		{"", 64, "parameter_invalid (param url): Invalid url: must not be empty."},
 		{"https://example.com", 10, "parameter_invalid (param url): Invalid url: must be at most 10 characters, got 19."},
 		{"https:///hooks", 64, "parameter_invalid (param url): Invalid url: expected an absolute URL with a host like 'https://example.com/webhooks', got 'https:///hooks'."},
@@ -93,7 +103,7 @@ func FuzzHTTPSURL(f *testing.F) {
 			return
 		}
 		u, perr := url.Parse(s)
-		if perr != nil || u.Scheme != "https" || u.Opaque != "" || u.Hostname() == "" || utf8.RuneCountInString(s) > maxLen {
+		if perr != nil || u.Scheme != "https" || u.Opaque != "" || u.Hostname() == "" || u.User != nil || utf8.RuneCountInString(s) > maxLen {
 			t.Fatalf("accepted %q", s)
 		}
 	})

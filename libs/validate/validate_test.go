@@ -32,7 +32,7 @@ func fuzzErr(t *testing.T, err error, param string) {
 		t.Fatalf("err = %#v, want *domainerr.Error", err)
 	}
 	if e.Kind != domainerr.Invalid || e.Param != param ||
-		(e.Code != domainerr.CodeParameterInvalid && e.Code != domainerr.CodeURLNotHTTPS) {
+		(e.Code != domainerr.CodeParameterInvalid && e.Code != domainerr.CodeURLNotHTTPS && e.Code != domainerr.CodeURLCredentials) {
 		t.Fatalf("err = %v (kind %d), want an Invalid error on %q", e, e.Kind, param)
 	}
 	if !strings.HasPrefix(e.Message, "Invalid "+shown(param)+":") {

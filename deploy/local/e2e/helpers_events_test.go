@@ -71,7 +71,6 @@ func startWith(t *testing.T, cfg stackConfig) *platform {
 		DataDir:     t.TempDir(),
 		GatewayAddr: "127.0.0.1:0",
 		AdminAddr:   "127.0.0.1:0",
-		Ephemeral:   true,
 		Env:         env,
 		ProgramEnv:  cfg.programEnv,
 	}

@@ -24,6 +24,8 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -143,6 +145,7 @@ func TestSSRFGuard(t *testing.T) {
 			t.Fatalf("delivery to a name resolving to loopback: %v", d)
 		}
 		t.Logf("refused attempt as recorded: %v", attempts(d)[0])
+		refusalHidesAddress(t, d, port)
 	})
 
 	t.Run("checked again at dial time", func(t *testing.T) {
@@ -181,6 +184,31 @@ func TestSSRFGuard(t *testing.T) {
 		if errText := attemptError(a); errText == "" || strings.Contains(strings.ToLower(errText), "certificate") {
 			t.Errorf("attempt error %q: want the guard's refusal", errText)
 		}
+		_, port, _ := strings.Cut(rx.Addr(), ":")
+		refusalHidesAddress(t, d, port)
 	})
 	p.noDeaths(t)
+}
+
+// refusalHidesAddress checks that a delivery refused by the guard says so by its category and
+// shows nothing of the address the endpoint's name resolved to (issue 10 §2): no IP address,
+// no port, none of Go's resolver or dialer wording, anywhere in the delivery.
+func refusalHidesAddress(t *testing.T, d map[string]any, port string) {
+	t.Helper()
+	for _, a := range attempts(d) {
+		if a["error_code"] != "address_not_allowed" {
+			t.Errorf("attempt %v: want error_code address_not_allowed", a)
+		}
+	}
+	raw, _ := json.Marshal(d)
+	// A port in the JSON's own "key":value has a quote before the colon; a leaked host:port
+	// does not.
+	for _, re := range []*regexp.Regexp{
+		regexp.MustCompile(`\d+\.\d+\.\d+\.\d+|dial tcp|(?i)\blookup\b|no such host`),
+		regexp.MustCompile(`[^"]:` + regexp.QuoteMeta(port) + `\b`),
+	} {
+		if m := re.Find(raw); m != nil {
+			t.Errorf("the delivery shows %q: %s", m, raw)
+		}
+	}
 }

@@ -74,6 +74,18 @@ func TestWebhookEndpointsThroughTheGateway(t *testing.T) {
 		if res.Status != 400 || res.errCode() != "parameter_unknown" || res.errParam() != "colour" {
 			t.Fatalf("unknown param: %d %s", res.Status, res.Raw)
 		}
+		// Input that would be stored other than sent, or read two ways, is refused by name.
+		for _, tc := range []struct{ body, code, param string }{
+			{`{"url":"https://user:pass@example.com/hooks","enabled_events":["*"]}`, "url_credentials_not_allowed", "url"},
+			{`{"url":"https://example.com/a","enabled_events":["*"],"url":"https://example.com/b"}`, "parameter_duplicate", "url"},
+			{`{"url":"https://example.com/a","enabled_events":["*"],"metadata":{"k":"1","k":"2"}}`, "parameter_duplicate", "metadata[k]"},
+			{"{\"url\":\"https://example.com/\xff\",\"enabled_events\":[\"*\"]}", "parameter_invalid", "url"},
+		} {
+			res := callRaw(t, "POST", base, keyA, tc.body, nil)
+			if res.Status != 400 || res.errCode() != tc.code || res.errParam() != tc.param {
+				t.Fatalf("%q: %d %s", tc.body, res.Status, res.Raw)
+			}
+		}
 
 		res = call(t, "DELETE", base+"/"+id, keyA, nil)
 		if res.Status != 200 || res.Body["deleted"] != true || res.Body["id"] != id || res.Body["object"] != "webhook_endpoint" {
@@ -151,10 +163,13 @@ func TestWebhookEndpointsThroughTheGateway(t *testing.T) {
 			t.Fatalf("backward has_more %v", hasMores)
 		}
 
-		for _, bad := range []string{"limit=0", "limit=101"} {
-			res := call(t, "GET", base+"?"+bad, key, nil)
-			if res.Status != 400 || res.errParam() != "limit" || res.errCode() != "parameter_invalid" {
-				t.Fatalf("%s: %d %s", bad, res.Status, res.Raw)
+		for _, bad := range []struct{ query, code string }{
+			{"limit=0", "parameter_invalid"}, {"limit=101", "parameter_invalid"}, {"limit=", "parameter_invalid"},
+			{"limit=1&limit=2", "parameter_duplicate"}, {"limit=10&limit=10", "parameter_duplicate"},
+		} {
+			res := call(t, "GET", base+"?"+bad.query, key, nil)
+			if res.Status != 400 || res.errParam() != "limit" || res.errCode() != bad.code {
+				t.Fatalf("%s: %d %s", bad.query, res.Status, res.Raw)
 			}
 		}
 	})

@@ -39,6 +39,8 @@ func TestProgramEnv(t *testing.T) {
 			"ADMIN_TOKEN=guessable",
 			"WEBHOOKS_URL=http://elsewhere",
 			"PAYMENTS_URL=http://elsewhere",
+			"WEBHOOKS_ADDR=127.0.0.1:9094", // the launcher's, for HTTP_ADDR
+			"VERIFICATION_ADDR=127.0.0.1:9091",
 		},
 		ProgramEnv: map[string]map[string]string{"webhooks-svc": {"WEBHOOKS_ALLOW_PRIVATE": "true"}},
 	}
@@ -54,16 +56,16 @@ func TestProgramEnv(t *testing.T) {
 		return env
 	}
 	want := map[string]map[string]string{
-		"verification-svc": service("verification", "127.0.0.1:8091", map[string]string{"VERIFICATION_X": "2", "OUTBOX_RELAY_INTERVAL": "50ms"}),
-		"collections-svc":  service("collections", "127.0.0.1:8092", map[string]string{"COLLECTIONS_X": "3", "OUTBOX_RELAY_INTERVAL": "50ms"}),
-		"payments-svc":     service("payments", "127.0.0.1:8093", map[string]string{"PAYMENTS_X": "1", "OUTBOX_RELAY_INTERVAL": "50ms"}),
-		"webhooks-svc": service("webhooks", "127.0.0.1:8094", map[string]string{
+		"verification-svc": service("verification", "127.0.0.1:0", map[string]string{"VERIFICATION_X": "2", "OUTBOX_RELAY_INTERVAL": "50ms"}),
+		"collections-svc":  service("collections", "127.0.0.1:0", map[string]string{"COLLECTIONS_X": "3", "OUTBOX_RELAY_INTERVAL": "50ms"}),
+		"payments-svc":     service("payments", "127.0.0.1:0", map[string]string{"PAYMENTS_X": "1", "OUTBOX_RELAY_INTERVAL": "50ms"}),
+		"webhooks-svc": service("webhooks", "127.0.0.1:0", map[string]string{
 			"WEBHOOKS_RETRY_SCHEDULE": "1s,1s", "OUTBOX_RELAY_INTERVAL": "50ms", "EVENTS_RETENTION": "1h",
 			"WEBHOOKS_ALLOW_PRIVATE": "true",
 		}),
 	}
 	for _, svc := range services {
-		own := map[string]string{"HTTP_ADDR": svc.DefaultAddr, "MONGODB_DATABASE": svc.Database}
+		own := map[string]string{"HTTP_ADDR": "127.0.0.1:0", "MONGODB_DATABASE": svc.Database}
 		if got := programEnv(opts, svc.Name, svc.Settings, shared, own); !maps.Equal(got, want[svc.Name]) {
 			t.Errorf("%s is given\n  %v\nwant\n  %v", svc.Name, got, want[svc.Name])
 		}

@@ -30,17 +30,49 @@ import (
 )
 
 // Programs in start order: the services first, the gateway (which needs their addresses) last.
-// Settings are the variables of Options.Environ a program is given, each a prefix (ending in
-// "_") or a whole name: the ones its documentation lists (docs/architecture.md, docs/events.md).
+// AddrVar is the launcher's variable that fixes a service's address; unset, the service takes
+// a free port on 127.0.0.1, since only the gateway's and the admin API's addresses face the
+// user, and fixed service ports would keep two stacks from running side by side. Settings are
+// the variables of Options.Environ a program is given, each a prefix (ending in "_") or a
+// whole name: the ones its documentation lists (docs/architecture.md, docs/events.md).
 var services = []struct {
-	Name, Database, DefaultAddr string
-	Settings                    []string
+	Name, Database, AddrVar string
+	Settings                []string
 }{
-	{"verification-svc", "verification", "127.0.0.1:8091", []string{"VERIFICATION_", "OUTBOX_"}},
-	{"collections-svc", "collections", "127.0.0.1:8092", []string{"COLLECTIONS_", "OUTBOX_"}},
-	{"payments-svc", "payments", "127.0.0.1:8093", []string{"PAYMENTS_", "OUTBOX_"}},
-	{"webhooks-svc", "webhooks", "127.0.0.1:8094", []string{"WEBHOOKS_", "OUTBOX_", "EVENTS_"}},
+	{"verification-svc", "verification", "VERIFICATION_ADDR", []string{"VERIFICATION_", "OUTBOX_"}},
+	{"collections-svc", "collections", "COLLECTIONS_ADDR", []string{"COLLECTIONS_", "OUTBOX_"}},
+	{"payments-svc", "payments", "PAYMENTS_ADDR", []string{"PAYMENTS_", "OUTBOX_"}},
+	{"webhooks-svc", "webhooks", "WEBHOOKS_ADDR", []string{"WEBHOOKS_", "OUTBOX_", "EVENTS_"}},
 }
+
+// ServiceAddrVars maps each service to the variable that fixes its address (Options.ServiceAddrs).
+func ServiceAddrVars() map[string]string {
+	m := make(map[string]string, len(services))
+	for _, svc := range services {
+		m[svc.Name] = svc.AddrVar
+	}
+	return m
+}
+
+// What the stack keeps in Options.DataDir.
+const (
+	binDir        = "bin"        // the five programs, built for this start
+	mongoDir      = "mongo"      // the embedded store's SQLite files
+	redisSnapshot = "redis.json" // what the embedded Redis keeps across a clean stop
+)
+
+// keptRedis are the key prefixes of the embedded Redis that a clean stop keeps in
+// DataDir/redis.json and the next start restores, with their expiries:
+//   - the gateway's idempotency records (gateway/internal/adapters/redis), so a client that
+//     retries after a restart gets the first answer instead of a second object;
+//   - asynq's queues: an event published (and cleared from its outbox) but not yet consumed
+//     lives only there, and delivery attempts keep their schedule instead of waiting for
+//     webhooks-svc's overdue sweep.
+//
+// Not kept: rate-limit windows and failed-authentication counters (rate:…), which start
+// afresh (at worst one burst more is let through), and the locks of requests in flight
+// (gw:idemlock:…), of which a clean stop leaves none: the gateway finishes its requests first.
+var keptRedis = []string{"gw:idem:", "asynq:"}
 
 // gatewaySettings are the gateway's, as Settings above.
 var gatewaySettings = []string{"GATEWAY_", "ADMIN_", "UPSTREAM_TIMEOUT", "BODY_LIMIT", "UPLOAD_BODY_LIMIT"}
@@ -55,6 +87,7 @@ var everyProgram = []string{"LOG_LEVEL", "SHUTDOWN_TIMEOUT", "OTEL_", "PATH", "H
 var stackSet = []string{
 	"HTTP_ADDR", "MONGODB_URI", "MONGODB_DATABASE", "REDIS_URL", "INTERNAL_AUTH_SECRET",
 	"GATEWAY_ADDR", "ADMIN_ADDR", "ADMIN_TOKEN",
+	"VERIFICATION_ADDR", "COLLECTIONS_ADDR", "PAYMENTS_ADDR", "WEBHOOKS_ADDR",
 }
 
 // gatewayUpstreamVar names the gateway variable that points at each service.
@@ -68,7 +101,9 @@ var gatewayUpstreamVar = map[string]string{
 // Options configure Start.
 type Options struct {
 	RepoRoot string // the folder holding go.work
-	DataDir  string // embedded store files, built binaries, the dev key
+	// DataDir holds the programs built for this start (bin/), the embedded store (mongo/), what
+	// the embedded Redis keeps across a clean stop (redis.json) and the dev key.
+	DataDir string
 	// MongoURI and RedisURL point at real servers; empty starts the embedded ones.
 	MongoURI string
 	RedisURL string
@@ -76,10 +111,11 @@ type Options struct {
 	DatabasePrefix string
 	GatewayAddr    string
 	AdminAddr      string
-	// Ephemeral puts every service on a free port instead of its default one (tests).
-	Ephemeral  bool
-	AdminToken string // empty: a random one for this run
-	DevAPIKey  string // empty: the one kept in DataDir, or a new one
+	// ServiceAddrs fixes the address of a service, by name ("webhooks-svc"); a service not in
+	// it takes a free port on 127.0.0.1.
+	ServiceAddrs map[string]string
+	AdminToken   string // empty: a random one for this run
+	DevAPIKey    string // empty: the one kept in DataDir, or a new one
 	// Environ is the caller's environment ("NAME=value", as os.Environ): each program is given
 	// the variables of it that it documents (its Settings, and everyProgram's), none that the
 	// stack sets itself, and nothing else.
@@ -108,7 +144,9 @@ type Stack struct {
 
 	mongo    *mongostore.Store
 	redis    *redisstore.Store
+	keepFile string // where the embedded Redis keeps what a clean stop keeps
 	out      io.Writer
+	starter  *starter
 	mu       sync.Mutex // guards procs and the start of a program against Stop
 	procs    []*proc    // the latest process of each program, in start order
 	programs map[string]*program
@@ -138,25 +176,23 @@ type program struct {
 }
 
 // Start builds the programs, starts everything and waits until all of it is ready. On error
-// everything already started is stopped again.
+// everything already started is stopped again. Before anything, it checks that the addresses
+// given are free (checkAddrs).
 func Start(ctx context.Context, opts Options) (st *Stack, err error) {
 	if opts.Output == nil {
 		opts.Output = io.Discard
 	}
 	opts.Output = &lockedWriter{w: opts.Output}
+	bin := filepath.Join(opts.DataDir, binDir)
+	if err := checkAddrs(chosenAddrs(opts), bin); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(opts.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
-	s := &Stack{
-		AdminToken:         opts.AdminToken,
-		InternalAuthSecret: randomHex(32),
-		ServiceURLs:        map[string]string{},
-		DatabasePrefix:     opts.DatabasePrefix,
-		out:                opts.Output,
-		programs:           map[string]*program{},
-		died:               make(chan error, len(services)+1),
-		stopped:            make(chan struct{}),
-	}
+	s := newStack(opts.Output)
+	s.AdminToken = opts.AdminToken
+	s.DatabasePrefix = opts.DatabasePrefix
 	if s.AdminToken == "" {
 		s.AdminToken = "admin_" + randomHex(24)
 	}
@@ -166,28 +202,25 @@ func Start(ctx context.Context, opts Options) (st *Stack, err error) {
 		}
 	}()
 
-	bin := filepath.Join(opts.DataDir, "bin")
 	if err := build(ctx, opts.RepoRoot, bin, opts.Output); err != nil {
 		return nil, err
 	}
 
 	s.MongoURI = opts.MongoURI
 	if s.MongoURI == "" {
-		s.mongo, err = mongostore.Start(ctx, mongostore.Options{Dir: filepath.Join(opts.DataDir, "mongo")})
+		dir := filepath.Join(opts.DataDir, mongoDir)
+		s.mongo, err = mongostore.Start(ctx, mongostore.Options{Dir: dir})
 		if err != nil {
 			return nil, fmt.Errorf("embedded MongoDB-compatible store: %w", err)
 		}
 		s.MongoURI = s.mongo.URI()
-		s.Embedded = append(s.Embedded, "MongoDB: embedded FerretDB v1.24 (SQLite in "+filepath.Join(opts.DataDir, "mongo")+")")
+		s.Embedded = append(s.Embedded, "MongoDB: embedded FerretDB v1.24 (SQLite in "+dir+")")
 	}
 	s.RedisURL = opts.RedisURL
 	if s.RedisURL == "" {
-		s.redis, err = redisstore.Start(redisstore.Options{})
-		if err != nil {
-			return nil, fmt.Errorf("embedded Redis: %w", err)
+		if err := s.startRedis(filepath.Join(opts.DataDir, redisSnapshot)); err != nil {
+			return nil, err
 		}
-		s.RedisURL = s.redis.URL()
-		s.Embedded = append(s.Embedded, "Redis: embedded miniredis (in memory, lost on exit)")
 	}
 
 	shared := map[string]string{
@@ -202,8 +235,8 @@ func Start(ctx context.Context, opts Options) (st *Stack, err error) {
 		"MONGODB_DATABASE": opts.DatabasePrefix + "gateway",
 	}
 	for _, svc := range services {
-		addr := svc.DefaultAddr
-		if opts.Ephemeral {
+		addr := opts.ServiceAddrs[svc.Name]
+		if addr == "" {
 			addr = "127.0.0.1:0"
 		}
 		own := map[string]string{"HTTP_ADDR": addr, "MONGODB_DATABASE": opts.DatabasePrefix + svc.Database}
@@ -247,6 +280,50 @@ func Start(ctx context.Context, opts Options) (st *Stack, err error) {
 	return s, nil
 }
 
+// newStack is a stack with nothing started yet.
+func newStack(out io.Writer) *Stack {
+	return &Stack{
+		InternalAuthSecret: randomHex(32),
+		ServiceURLs:        map[string]string{},
+		out:                out,
+		programs:           map[string]*program{},
+		died:               make(chan error, len(services)+1),
+		stopped:            make(chan struct{}),
+		starter:            newStarter(),
+	}
+}
+
+// chosenAddrs are the addresses Start must find free: the gateway's two, and those of the
+// services given one.
+func chosenAddrs(opts Options) []namedAddr {
+	addrs := []namedAddr{{"GATEWAY_ADDR", opts.GatewayAddr}, {"ADMIN_ADDR", opts.AdminAddr}}
+	for _, svc := range services {
+		if a := opts.ServiceAddrs[svc.Name]; a != "" {
+			addrs = append(addrs, namedAddr{svc.AddrVar, a})
+		}
+	}
+	return addrs
+}
+
+// startRedis starts the embedded Redis with what the last clean stop kept in file (Stop
+// keeps it there again).
+func (s *Stack) startRedis(file string) error {
+	var err error
+	if s.redis, err = redisstore.Start(redisstore.Options{}); err != nil {
+		return fmt.Errorf("embedded Redis: %w", err)
+	}
+	s.RedisURL = s.redis.URL()
+	n, err := s.redis.Restore(file)
+	if err != nil {
+		// Not started empty: the next clean stop would overwrite the file with nothing.
+		return fmt.Errorf("embedded Redis: %w (move the file away to start without what it kept)", err)
+	}
+	s.keepFile = file // only now: Stop must not overwrite a file that was not read
+	s.Embedded = append(s.Embedded, fmt.Sprintf("Redis: embedded miniredis, in memory; a clean stop keeps its idempotency "+
+		"records and queued tasks in %s (%d keys restored from it now)", file, n))
+	return nil
+}
+
 // build compiles the five programs with one go build, which compiles shared packages once.
 func build(ctx context.Context, root, bin string, out io.Writer) error {
 	args := []string{"build", "-o", bin + string(filepath.Separator)}
@@ -285,9 +362,7 @@ func (s *Stack) startProgram(ctx context.Context, prog *program) (map[string]str
 func (s *Stack) spawn(ctx context.Context, path, name string, env map[string]string, out io.Writer, want ...string) (map[string]string, error) {
 	cmd := exec.Command(path)
 	cmd.Env = environ(env)
-	// Children get their own process group so a Ctrl-C in the terminal reaches only this
-	// supervisor, which then stops them in order.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = procAttr()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -303,7 +378,7 @@ func (s *Stack) spawn(ctx context.Context, path, name string, env map[string]str
 		return nil, fmt.Errorf("start %s: the stack is stopping", name)
 	default:
 	}
-	if err := cmd.Start(); err != nil {
+	if err := s.starter.start(cmd); err != nil {
 		s.mu.Unlock()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
@@ -351,7 +426,8 @@ func (s *Stack) spawn(ctx context.Context, path, name string, env map[string]str
 		case <-s.stopped:
 		default:
 			select {
-			case s.died <- fmt.Errorf("%s exited unexpectedly: %v", name, p.err):
+			case s.died <- fmt.Errorf("%s %s while the stack was running; its last log lines, prefixed [%s], are above",
+				name, describeExit(cmd, p.err), name):
 			default: // the channel is full of earlier deaths nobody read; do not leak
 			}
 		}
@@ -361,7 +437,7 @@ func (s *Stack) spawn(ctx context.Context, path, name string, env map[string]str
 	case addrs := <-found:
 		return addrs, nil
 	case <-p.done:
-		return nil, fmt.Errorf("%s exited during start-up: %v (its log lines above say why)", name, p.err)
+		return nil, fmt.Errorf("%s %s during start-up; its log lines, prefixed [%s], are above", name, describeExit(cmd, p.err), name)
 	case <-time.After(60 * time.Second):
 		return nil, fmt.Errorf("%s did not start listening within 60s", name)
 	case <-ctx.Done():
@@ -470,11 +546,57 @@ func (s *Stack) Admin(ctx context.Context, method, path string, body any) (map[s
 	return out, resp.StatusCode, nil
 }
 
+// describeExit says how a program that was not asked to stop ended, from the state Wait left:
+// an exit status (0 included: a program stops cleanly on a SIGTERM or SIGINT sent to it alone)
+// or the signal that killed it.
+func describeExit(cmd *exec.Cmd, waitErr error) string {
+	st := cmd.ProcessState
+	if st == nil {
+		return fmt.Sprintf("could not be waited for (%v)", waitErr)
+	}
+	pid := st.Pid()
+	switch ws, _ := st.Sys().(syscall.WaitStatus); {
+	case st.Exited() && st.ExitCode() == 0:
+		return fmt.Sprintf("(pid %d) exited with status 0, as on a SIGTERM or SIGINT, without the launcher asking it to", pid)
+	case st.Exited():
+		return fmt.Sprintf("(pid %d) exited with status %d", pid, st.ExitCode())
+	case ws.Signaled() && ws.Signal() == syscall.SIGKILL:
+		return fmt.Sprintf("(pid %d) was killed by SIGKILL, from outside the launcher (kill -9, or the kernel's out-of-memory killer)", pid)
+	case ws.Signaled():
+		return fmt.Sprintf("(pid %d) was killed by signal %d (%v)", pid, ws.Signal(), ws.Signal())
+	default:
+		return fmt.Sprintf("(pid %d) ended: %v", pid, st)
+	}
+}
+
 // Died delivers an error when a program exits while the stack is running.
 func (s *Stack) Died() <-chan error { return s.died }
 
+// Program is one running program of the stack.
+type Program struct {
+	Name string
+	PID  int
+	URL  string // where it listens (the gateway: its public API)
+}
+
+// Programs lists the programs in start order (the services, then the gateway).
+func (s *Stack) Programs() []Program {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Program, 0, len(s.procs))
+	for _, p := range s.procs {
+		u := s.ServiceURLs[p.name]
+		if p.name == "gateway" {
+			u = s.GatewayURL
+		}
+		out = append(out, Program{Name: p.name, PID: p.cmd.Process.Pid, URL: u})
+	}
+	return out
+}
+
 // Stop stops the gateway first (no new requests), then the services, each with SIGTERM and a
-// grace period, then the embedded stores.
+// grace period, then the embedded stores: Redis after keeping what it keeps (keptRedis) in the
+// data folder, now that no program writes to it.
 func (s *Stack) Stop() error {
 	var errs []error
 	s.stop.Do(func() {
@@ -493,7 +615,13 @@ func (s *Stack) Stop() error {
 				errs = append(errs, fmt.Errorf("%s did not stop within 15s and was killed", p.name))
 			}
 		}
+		s.starter.close() // every program has exited
 		if s.redis != nil {
+			if s.keepFile != "" {
+				if _, err := s.redis.Save(s.keepFile, keptRedis...); err != nil {
+					errs = append(errs, fmt.Errorf("embedded Redis: %w", err))
+				}
+			}
 			s.redis.Close()
 		}
 		if s.mongo != nil {

@@ -193,3 +193,44 @@ func TestRateLimitRefusalIsRemembered(t *testing.T) {
 		t.Fatal("a remembered refusal asked the limiter again")
 	}
 }
+
+// TestAdminAuthFailuresCountApart: the admin listener's wrong tokens have the same limit as bad
+// API keys but buckets and blocks of their own.
+func TestAdminAuthFailuresCountApart(t *testing.T) {
+	clk := newClock()
+	lim := newFakeLimiter(2)
+	s := newService(t, newMemKeys(), clk, app.Options{Limiter: lim, Limits: app.Limits{AuthFailuresPerMinute: 2}})
+	ctx := context.Background()
+	admin := s.AdminAuth()
+	for i := 0; i < 2; i++ {
+		if _, blocked := admin.AuthFailed(ctx, "192.0.2.1"); blocked {
+			t.Fatalf("admin failure %d blocked the address, want 2 allowed", i+1)
+		}
+	}
+	if wait, blocked := admin.AuthFailed(ctx, "192.0.2.1"); !blocked || wait != 3*time.Second {
+		t.Fatalf("3rd admin failure: blocked %v for %s, want blocked for 3s", blocked, wait)
+	}
+	if lim.rates["adminauthfail:192.0.2.1"] != 2 || lim.calls["authfail:192.0.2.1"] != 0 {
+		t.Fatalf("buckets %v rates %v: want the admin bucket at the configured limit, the public one untouched", lim.calls, lim.rates)
+	}
+	if _, blocked := admin.Blocked("192.0.2.1"); !blocked {
+		t.Fatal("admin Blocked = false right after the block")
+	}
+	if _, blocked := s.Blocked("192.0.2.1"); blocked {
+		t.Fatal("admin failures blocked the address on the public listener")
+	}
+	if _, blocked := s.AuthFailed(ctx, "192.0.2.1"); blocked {
+		t.Fatal("the public listener's first failure was refused")
+	}
+	clk.advance(3 * time.Second)
+	if _, blocked := admin.Blocked("192.0.2.1"); blocked {
+		t.Fatal("still blocked after the retry time")
+	}
+
+	off := newService(t, newMemKeys(), clk, app.Options{Limiter: lim, Limits: app.Limits{AuthFailuresPerMinute: 0}})
+	for i := 0; i < 5; i++ {
+		if _, blocked := off.AdminAuth().AuthFailed(ctx, "192.0.2.9"); blocked {
+			t.Fatal("GATEWAY_AUTH_FAILURE_LIMIT=0 blocked an admin client")
+		}
+	}
+}

@@ -40,7 +40,8 @@ type Limits struct {
 	LivePerSecond int
 	TestPerSecond int
 	// AuthFailuresPerMinute is how many failed authentications one client address may
-	// cause per minute (all at once, at most) before it is blocked.
+	// cause per minute (all at once, at most) before it is blocked: bad API keys on the
+	// public listener, and separately wrong tokens on the admin listener.
 	AuthFailuresPerMinute int
 }
 
@@ -175,17 +176,48 @@ func (t *leaseTable) pause(until time.Time) {
 }
 
 // Blocked reports whether the client address ip is blocked for failing authentication too
+// often on the public listener, and for how much longer (see AuthGuard.Blocked).
+func (s *Service) Blocked(ip string) (time.Duration, bool) {
+	return s.publicAuth.Blocked(ip)
+}
+
+// AuthFailed counts a failed authentication from ip on the public listener (see
+// AuthGuard.AuthFailed).
+func (s *Service) AuthFailed(ctx context.Context, ip string) (time.Duration, bool) {
+	return s.publicAuth.AuthFailed(ctx, ip)
+}
+
+// AdminAuth returns the failed-authentication limit of the admin listener (wrong admin tokens).
+func (s *Service) AdminAuth() *AuthGuard { return s.adminAuth }
+
+// AuthGuard limits the failed authentications of one listener per client address, to
+// Limits.AuthFailuresPerMinute. Each listener counts in buckets of its own, so a client that
+// keeps sending bad API keys is not also locked out of the admin API (which on a shared host
+// may well be the same address), nor the other way round.
+type AuthGuard struct {
+	s       *Service
+	bucket  string // limiter bucket prefix; the address follows
+	what    string // for the log
+	blocked *blockList
+}
+
+func newAuthGuard(s *Service, bucket, what string) *AuthGuard {
+	return &AuthGuard{s: s, bucket: bucket, what: what, blocked: newBlockList(blockListSize)}
+}
+
+// Blocked reports whether the client address ip is blocked for failing authentication too
 // often, and for how much longer. It asks no one: a replica learns of a block when one of the
 // address's failures is refused (AuthFailed), so a blocked address costs no Redis call and no
 // key lookup.
-func (s *Service) Blocked(ip string) (time.Duration, bool) {
-	return s.blocked.blocked(ip, s.now())
+func (g *AuthGuard) Blocked(ip string) (time.Duration, bool) {
+	return g.blocked.blocked(ip, g.s.now())
 }
 
 // AuthFailed counts a failed authentication from ip. When the address is over its limit it
 // is blocked until it is under again, and AuthFailed returns how long that is. A limiter
 // failure lets the failure through uncounted (fail open, logged).
-func (s *Service) AuthFailed(ctx context.Context, ip string) (time.Duration, bool) {
+func (g *AuthGuard) AuthFailed(ctx context.Context, ip string) (time.Duration, bool) {
+	s := g.s
 	n := s.limits.AuthFailuresPerMinute
 	if s.limiter == nil || n <= 0 {
 		return 0, false
@@ -195,17 +227,17 @@ func (s *Service) AuthFailed(ctx context.Context, ip string) (time.Duration, boo
 	}
 	ctx, cancel := context.WithTimeout(ctx, rateTimeout)
 	defer cancel()
-	d, err := s.limiter.Take(ctx, "authfail:"+ip, n, n, time.Minute, 1)
+	d, err := s.limiter.Take(ctx, g.bucket+ip, n, n, time.Minute, 1)
 	if err != nil {
 		s.leases.pause(s.now().Add(limiterPause))
-		s.redisLog.warn(ctx, "failed-authentication limit not enforced: the limiter is unavailable (failing open)", err)
+		s.redisLog.warn(ctx, "failed-authentication limit ("+g.what+") not enforced: the limiter is unavailable (failing open)", err)
 		return 0, false
 	}
 	if d.Granted > 0 {
 		return 0, false
 	}
 	now := s.now()
-	s.blocked.block(ip, now.Add(d.RetryAfter))
+	g.blocked.block(ip, now.Add(d.RetryAfter))
 	return d.RetryAfter, true
 }
 

@@ -65,8 +65,10 @@ type Service struct {
 	limiter  RateLimiter
 	limits   Limits
 	leases   *leaseTable
-	blocked  *blockList
 	redisLog *throttledLog
+	// Failed authentications: API keys on the public listener, the token on the admin one.
+	publicAuth *AuthGuard
+	adminAuth  *AuthGuard
 
 	idem        IdempotencyStore
 	idemLockTTL time.Duration
@@ -92,7 +94,7 @@ func New(keys domain.KeyRepository, log *slog.Logger, opt Options) *Service {
 	if opt.IdempotencyLockTTL <= 0 {
 		opt.IdempotencyLockTTL = DefaultIdempotencyLockTTL
 	}
-	return &Service{
+	s := &Service{
 		keys:        keys,
 		log:         log,
 		now:         opt.Now,
@@ -102,9 +104,11 @@ func New(keys domain.KeyRepository, log *slog.Logger, opt Options) *Service {
 		limiter:     opt.Limiter,
 		limits:      opt.Limits,
 		leases:      newLeaseTable(),
-		blocked:     newBlockList(blockListSize),
 		redisLog:    &throttledLog{log: log, every: 10 * time.Second},
 		idem:        opt.Idempotency,
 		idemLockTTL: opt.IdempotencyLockTTL,
 	}
+	s.publicAuth = newAuthGuard(s, "authfail:", "API keys")
+	s.adminAuth = newAuthGuard(s, "adminauthfail:", "admin token")
+	return s
 }

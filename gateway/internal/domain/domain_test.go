@@ -83,13 +83,59 @@ func TestParseSecret(t *testing.T) {
 	}
 }
 
+func TestParseGeneratedSecret(t *testing.T) {
+	body := strings.Repeat("aZ09", 11)[:43]
+	for _, tc := range []struct {
+		secret   string
+		ok       bool
+		typ      domain.KeyType
+		livemode bool
+	}{
+		{"sk_test_" + body, true, domain.KeySecret, false},
+		{"sk_live_" + body, true, domain.KeySecret, true},
+		{"rk_test_" + body, true, domain.KeyRestricted, false},
+		{"rk_live_" + body, true, domain.KeyRestricted, true},
+		{"sk_test_" + body[:42], false, "", false},
+		{"sk_test_" + body + "a", false, "", false},
+		{"sk_test_" + body[:42] + "-", false, "", false},
+		{"sk_test_" + body[:42] + "_", false, "", false},
+		{"sk_test_" + body[:42] + "=", false, "", false},
+		{"sk_test_" + body[:42] + "é", false, "", false},
+		{"pk_test_" + body, false, "", false},
+		{"sk_test_" + strings.Repeat("a", 32), false, "", false}, // still looked up (ParseSecret), never imported
+	} {
+		typ, live, ok := domain.ParseGeneratedSecret(tc.secret)
+		if ok != tc.ok || typ != tc.typ || live != tc.livemode {
+			t.Errorf("ParseGeneratedSecret(%q) = (%q, %v, %v), want (%q, %v, %v)", tc.secret, typ, live, ok, tc.typ, tc.livemode, tc.ok)
+		}
+	}
+}
+
+// TestImportMessageNamesTheRule: the message of a refused import states the form NewSecret
+// makes, so the admin API and docs/api.md agree with what is generated.
+func TestImportMessageNamesTheRule(t *testing.T) {
+	_, err := domain.NewKey(ids.NewGenerator(nil).New(ids.APIKey), domain.KeySpec{Account: "acct_1", Livemode: true},
+		"sk_live_"+strings.Repeat("a", 32), time.Now())
+	de := domainerr.As(err)
+	want := "Invalid secret: expected 'sk_live_' followed by 43 letters and digits (base62), the form of a generated secret."
+	if de == nil || de.Param != "secret" || de.Message != want {
+		t.Fatalf("NewKey = %v, want the message %q", err, want)
+	}
+	if s := domain.NewSecret(domain.KeySecret, true); len(s)-len("sk_live_") != domain.SecretChars {
+		t.Fatalf("a generated secret has %d characters after its prefix, the message says %d", len(s)-len("sk_live_"), domain.SecretChars)
+	}
+}
+
 func TestNewSecretShape(t *testing.T) {
 	seen := map[string]bool{}
 	for _, live := range []bool{false, true} {
 		for i := 0; i < 100; i++ {
 			s := domain.NewSecret(domain.KeySecret, live)
 			if !strings.HasPrefix(s, domain.SecretPrefix(domain.KeySecret, live)) || len(s) != len(domain.SecretPrefix(domain.KeySecret, live))+43 {
-				t.Fatalf("NewSecret(%v) = %q: want prefix and 43 base64url characters (32 bytes)", live, s)
+				t.Fatalf("NewSecret(%v) = %q: want prefix and 43 base62 characters (32 bytes)", live, s)
+			}
+			if _, _, ok := domain.ParseGeneratedSecret(s); !ok {
+				t.Fatalf("NewSecret(%v) = %q is not in the generated form", live, s)
 			}
 			if seen[s] {
 				t.Fatalf("NewSecret repeated %q", s)
@@ -136,6 +182,14 @@ func TestNewKey(t *testing.T) {
 		{"wrong id prefix", gen.New(ids.Request), "acct_1", false, testSecret, "id"},
 		{"bad account", gen.New(ids.APIKey), "acct-1", false, testSecret, "account"},
 		{"malformed secret", gen.New(ids.APIKey), "acct_1", false, "sk_test_short", "secret"},
+		// Imported secrets: the generated form exactly, 43 letters and digits.
+		{"imported letters and digits", gen.New(ids.APIKey), "acct_1", false, "sk_test_" + strings.Repeat("aZ9", 15)[:43], ""},
+		{"imported 42 characters", gen.New(ids.APIKey), "acct_1", false, "sk_test_" + strings.Repeat("a", 42), "secret"},
+		{"imported 44 characters", gen.New(ids.APIKey), "acct_1", false, "sk_test_" + strings.Repeat("a", 44), "secret"},
+		{"imported 32 base64url characters", gen.New(ids.APIKey), "acct_1", false, "sk_test_" + strings.Repeat("a", 32), "secret"},
+		{"imported 128 characters", gen.New(ids.APIKey), "acct_1", false, "sk_test_" + strings.Repeat("a", 128), "secret"},
+		{"imported with -", gen.New(ids.APIKey), "acct_1", false, "sk_test_" + strings.Repeat("a", 42) + "-", "secret"},
+		{"imported with _", gen.New(ids.APIKey), "acct_1", false, "sk_test_" + strings.Repeat("a", 42) + "_", "secret"},
 		{"live secret on test key", gen.New(ids.APIKey), "acct_1", false, liveSecret, "secret"},
 		{"test secret on live key", gen.New(ids.APIKey), "acct_1", true, testSecret, "secret"},
 	} {

@@ -69,8 +69,9 @@ type Key struct {
 }
 
 // NewKey makes a key with the given id as spec says, authenticated by secret. The secret must
-// have the shape ParseSecret accepts and the prefix of the key's type and mode; only its hash
-// is kept.
+// have the form of a generated one (ParseGeneratedSecret: 43 letters and digits, so an imported
+// secret is as strong as a generated one) and the prefix of the key's type and mode; only its
+// hash is kept.
 func NewKey(id string, spec KeySpec, secret string, created time.Time) (Key, error) {
 	if spec.Type == "" {
 		spec.Type = KeySecret
@@ -93,10 +94,10 @@ func NewKey(id string, spec KeySpec, secret string, created time.Time) (Key, err
 		}
 	}
 	want := SecretPrefix(spec.Type, spec.Livemode)
-	t, mode, ok := ParseSecret(secret)
+	t, mode, ok := ParseGeneratedSecret(secret)
 	if !ok {
-		return Key{}, invalid("secret", "Invalid secret: expected '%s' followed by %d to %d base64url characters.",
-			want, secretMinChars, secretMaxChars)
+		return Key{}, invalid("secret", "Invalid secret: expected '%s' followed by %d letters and digits (base62), the form of a generated secret.",
+			want, SecretChars)
 	}
 	if mode != spec.Livemode || t != spec.Type {
 		return Key{}, invalid("secret", "Invalid secret: a %s key with livemode %t needs a secret starting with '%s'.",

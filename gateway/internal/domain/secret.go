@@ -18,12 +18,18 @@ const (
 )
 
 const (
-	// secretBytes is the randomness of a generated secret (43 base64url characters).
+	// secretBytes is the randomness of a generated secret.
 	secretBytes = 32
-	// A secret's body is base64url; at least 32 characters carry at least 24 random bytes.
-	// The upper bound keeps a hostile Authorization header from costing more than one hash.
-	secretMinChars = 32
-	secretMaxChars = 128
+	// SecretChars is the length of a generated secret's body: 32 random bytes' worth of base62
+	// (letters and digits, libs/ids.Secret) is 43 characters (43 × log2 62 ≈ 256.03 bits). It
+	// is also the only form a secret may be imported in (NewKey).
+	SecretChars = 43
+	// What authentication looks up: any base64url body of 32 to 128 characters. Wider than
+	// the generated form because imports once accepted it, and a key imported then must keep
+	// working; whether a key with the secret exists is the repository's business anyway. The
+	// upper bound keeps a hostile Authorization header from costing more than one hash.
+	lookupMinChars = 32
+	lookupMaxChars = 128
 )
 
 // Hash is the SHA-256 of a secret, the only form in which a secret is stored. A fast hash is
@@ -66,9 +72,30 @@ func NewSecret(t KeyType, livemode bool) string {
 	return ids.Secret(SecretPrefix(t, livemode), secretBytes)
 }
 
-// ParseSecret reports whether s has the shape of an API key secret and, if so, the type and
-// mode of its key. Shape only: whether a key with this secret exists is the repository's
-// business.
+// ParseGeneratedSecret reports whether s has the form of a generated secret (a prefix and
+// SecretChars letters and digits) and, if so, the type and mode of its key. Imported secrets
+// must have it.
+func ParseGeneratedSecret(s string) (t KeyType, livemode bool, ok bool) {
+	t, livemode, ok = ParseSecret(s)
+	if !ok {
+		return "", false, false
+	}
+	body := s[len(SecretPrefix(t, livemode)):]
+	if len(body) != SecretChars {
+		return "", false, false
+	}
+	for _, c := range []byte(body) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+			return "", false, false
+		}
+	}
+	return t, livemode, true
+}
+
+// ParseSecret reports whether s has the shape of a secret worth looking up (a prefix and 32 to
+// 128 base64url characters: every generated secret, and any imported before imports had to
+// be in the generated form) and, if so, the type and mode of its key. Shape only: whether a
+// key with this secret exists is the repository's business.
 func ParseSecret(s string) (t KeyType, livemode bool, ok bool) {
 	var body string
 	for _, p := range []struct {
@@ -86,7 +113,7 @@ func ParseSecret(s string) (t KeyType, livemode bool, ok bool) {
 			break
 		}
 	}
-	if body == "" || len(body) < secretMinChars || len(body) > secretMaxChars {
+	if body == "" || len(body) < lookupMinChars || len(body) > lookupMaxChars {
 		return "", false, false
 	}
 	for _, c := range []byte(body) {

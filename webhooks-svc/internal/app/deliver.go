@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"rentalplatform/libs/events"
+	"rentalplatform/libs/telemetry"
 
 	"rentalplatform/webhooks-svc/internal/domain"
 )
@@ -65,7 +67,42 @@ func (s *Service) Deliver(ctx context.Context, id string, attempt int) error {
 	if err != nil {
 		return err
 	}
-	return s.record(ctx, id, attempt, ep, s.Sender.Send(ctx, req))
+	res := s.Sender.Send(ctx, req)
+	s.logFailure(ctx, d, ev, attempt, res)
+	return s.record(ctx, id, attempt, ep, res)
+}
+
+// logFailure writes the sender's own error of an attempt that got no response to the log,
+// once per attempt, with what support needs to find it. The API shows only the attempt's
+// category and its message: this error can name the platform's DNS resolver and the internal
+// address a name resolved to. A refusal by the private-address guard is a warning (an
+// endpoint pointing inside, by mistake or to probe); the rest is the receivers' business.
+func (s *Service) logFailure(ctx context.Context, d *domain.Delivery, ev events.Event, attempt int, res domain.Result) {
+	if res.Cause == nil {
+		return
+	}
+	level := slog.LevelInfo
+	if res.ErrorCode == domain.AttemptAddressNotAllowed {
+		level = slog.LevelWarn
+	}
+	if !s.Log.Enabled(ctx, level) {
+		return
+	}
+	requestID := ""
+	if ev.Request.ID != nil {
+		requestID = *ev.Request.ID
+	}
+	s.Log.LogAttrs(ctx, level, "webhook delivery attempt failed",
+		slog.String("delivery", d.ID()),
+		slog.Int("attempt", attempt),
+		slog.String("event", ev.ID),
+		slog.String("endpoint", d.Endpoint()),
+		slog.String("account", d.Account()),
+		slog.String("request_id", requestID),
+		slog.String("trace_id", telemetry.TraceID(ctx)),
+		slog.String("error_code", string(res.ErrorCode)),
+		slog.String("error", res.Cause.Error()),
+	)
 }
 
 // request is the signed POST of ev to ep, as of now.

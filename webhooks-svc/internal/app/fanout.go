@@ -153,6 +153,7 @@ func (s *Service) startFirstAttempt(ctx context.Context, ev events.Event, d *dom
 	go func() {
 		res := s.Sender.Send(bg, req)
 		s.inline.release(ep.ID())
+		s.logFailure(bg, d, ev, 1, res)
 		f.res <- res
 		if <-f.late {
 			if err := s.record(bg, d.ID(), 1, ep, res); err != nil {

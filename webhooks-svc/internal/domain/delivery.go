@@ -25,25 +25,6 @@ const (
 // ErrStale is returned when an attempt is recorded that the delivery never scheduled.
 var ErrStale = errors.New("delivery attempt is stale")
 
-// Attempt is one try at delivering.
-type Attempt struct {
-	At       time.Time
-	Duration time.Duration
-	// Status is the HTTP status received; 0 when none was (Error says why).
-	Status int
-	Error  string
-}
-
-// Result is what one attempt met, as the sender reports it.
-type Result struct {
-	At       time.Time
-	Duration time.Duration
-	Status   int    // 0: no response
-	Error    string // why there was no response
-	// RetryAfter is the receiver's Retry-After, when it sent one.
-	RetryAfter *time.Duration
-}
-
 // Outcome is what an attempt meant for the delivery.
 type Outcome int
 
@@ -119,11 +100,11 @@ func (d *Delivery) Record(attempt int, r Result, s Schedule, rnd float64) (Outco
 	if attempt < 1 || attempt > d.seq {
 		return 0, ErrStale
 	}
-	d.attempts = append(d.attempts, Attempt{At: r.At.UTC(), Duration: r.Duration, Status: r.Status, Error: r.Error})
+	d.attempts = append(d.attempts, r.Attempt())
 	if n := len(d.attempts); n > MaxAttemptsKept {
 		d.attempts = slices.Clone(d.attempts[n-MaxAttemptsKept:])
 	}
-	success := r.Status >= 200 && r.Status < 300
+	success := r.Succeeded()
 	if !d.Due(attempt) {
 		if success && d.status == DeliveryPending {
 			d.finish(DeliverySucceeded)
@@ -241,10 +222,14 @@ type DeliveryState struct {
 
 // RehydrateDelivery rebuilds a delivery from storage.
 func RehydrateDelivery(s DeliveryState) *Delivery {
+	attempts := make([]Attempt, len(s.Attempts))
+	for i, a := range s.Attempts {
+		attempts[i] = a.rehydrated()
+	}
 	return &Delivery{
 		id: s.ID, event: s.Event, endpoint: s.Endpoint, account: s.Account, livemode: s.Livemode,
 		eventCreated: s.EventCreated.UTC(), created: s.Created.UTC(),
-		status: s.Status, attempts: slices.Clone(s.Attempts), seq: s.Seq, next: s.NextAttemptAt.UTC(),
+		status: s.Status, attempts: attempts, seq: s.Seq, next: s.NextAttemptAt.UTC(),
 		failures: s.Failures, oneOff: s.OneOff,
 	}
 }

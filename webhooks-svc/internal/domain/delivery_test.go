@@ -30,7 +30,7 @@ func TestDeliveryRetriesThenSucceeds(t *testing.T) {
 	if _, err := d.Record(3, fail(500), s, 0.5); !errors.Is(err, ErrStale) {
 		t.Fatalf("recording an attempt never scheduled: %v", err)
 	}
-	if o, _ := d.Record(2, Result{At: t0, Error: "connection refused"}, s, 0.5); o != Retrying {
+	if o, _ := d.Record(2, Result{At: t0, ErrorCode: AttemptConnectionRefused}, s, 0.5); o != Retrying {
 		t.Fatalf("second failure: %v", o)
 	}
 	if o, _ := d.Record(3, fail(204), s, 0.5); o != Succeeded || d.Status() != DeliverySucceeded || !d.NextAttemptAt().IsZero() {

@@ -92,7 +92,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		RepoRoot: root, DataDir: dataDir,
 		MongoURI: getenv("MONGODB_URI"), RedisURL: getenv("REDIS_URL"),
 		DatabasePrefix: fmt.Sprintf("bench_%d_", time.Now().Unix()),
-		GatewayAddr:    "127.0.0.1:0", AdminAddr: "127.0.0.1:0", Ephemeral: true,
+		GatewayAddr:    "127.0.0.1:0", AdminAddr: "127.0.0.1:0",
 		Env: map[string]string{"PATH": getenv("PATH"), "HOME": getenv("HOME"),
 			// the receiver is a local TLS server with a self-signed certificate
 			"WEBHOOKS_ALLOW_PRIVATE": "true", "WEBHOOKS_TLS_INSECURE": "true",

@@ -95,6 +95,7 @@ func New(cfg Config) (*Upstream, error) {
 			MaxResponseBodySize: MaxResponseBody,
 			// The gateway checked and signed this exact path; the service must see it as is.
 			DisablePathNormalizing: true,
+			RetryIfErr:             retryIfErr,
 		}
 	}
 	up := &Upstream{
@@ -182,4 +183,15 @@ func (u *Upstream) Check(ctx context.Context) error {
 		return fmt.Errorf("%s: /healthz answered %d", u.name, resp.StatusCode())
 	}
 	return nil
+}
+
+// retryIfErr keeps the retry rule fasthttp had before v1.5x dropped its second half: a
+// request is sent again on a fresh connection when it is idempotent, or when the service
+// closed the connection before a single byte of answer (io.EOF). The second case is a pooled
+// keep-alive connection the service had already closed (idle timeout, restart), which a
+// request of any method meets first; the request never reached a handler, so it is retried
+// rather than answered 502. A streamed body is never retried (fasthttp checks that first).
+func retryIfErr(req *fasthttp.Request, _ int, err error) (resetTimeout, retry bool) {
+	h := &req.Header
+	return false, h.IsGet() || h.IsHead() || h.IsPut() || errors.Is(err, io.EOF)
 }

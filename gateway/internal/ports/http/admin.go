@@ -40,12 +40,16 @@ type AdminConfig struct {
 	IDs            *ids.Generator
 	TracerProvider trace.TracerProvider
 	Propagator     propagation.TextMapPropagator
+	// AuthLimit limits wrong tokens per client address as the public listener limits bad
+	// API keys (GATEWAY_AUTH_FAILURE_LIMIT); nil: unlimited.
+	AuthLimit AuthLimit
 }
 
 const keysPath = "/admin/api_keys"
 
 // NewAdmin returns the admin listener's app. Every route, unknown ones included, needs the
-// admin token, so the admin API reveals nothing without it.
+// admin token, so the admin API reveals nothing without it; a client address that keeps
+// sending wrong tokens gets 429 authentication_rate_limited, as on the public listener.
 func NewAdmin(cfg AdminConfig) *fiber.App {
 	app := fiberx.New(fiberx.Config{
 		Service:        "gateway-admin",
@@ -55,7 +59,7 @@ func NewAdmin(cfg AdminConfig) *fiber.App {
 		RequestID:      func(*fiber.Ctx) string { return cfg.IDs.New(ids.Request) },
 	})
 	guardServer(app, cfg.IDs)
-	a := &admin{keys: cfg.Keys, tokenHash: sha256.Sum256([]byte(cfg.Token))}
+	a := &admin{keys: cfg.Keys, tokenHash: sha256.Sum256([]byte(cfg.Token)), limit: cfg.AuthLimit}
 	app.Use(a.requireToken)
 	app.Post(keysPath, a.create)
 	app.Get(keysPath, a.list)
@@ -69,14 +73,28 @@ func NewAdmin(cfg AdminConfig) *fiber.App {
 type admin struct {
 	keys      KeyAdmin
 	tokenHash [sha256.Size]byte
+	limit     AuthLimit
 }
 
 // requireToken compares hashes of the tokens in constant time, which hides the token's length
-// as well as its contents.
+// as well as its contents. Wrong tokens are counted per client address: past the limit the
+// address gets 429 until it is under again, the right token included, so the token cannot
+// be guessed at the speed of the network.
 func (a *admin) requireToken(c *fiber.Ctx) error {
+	ip := c.IP()
+	if a.limit != nil {
+		if wait, blocked := a.limit.Blocked(ip); blocked {
+			return adminBlocked(c, wait)
+		}
+	}
 	tok, _ := bearer(c.Request().Header.Peek(fiber.HeaderAuthorization))
 	got := sha256.Sum256([]byte(tok))
 	if tok == "" || subtle.ConstantTimeCompare(got[:], a.tokenHash[:]) != 1 {
+		if a.limit != nil {
+			if wait, blocked := a.limit.AuthFailed(c.UserContext(), ip); blocked {
+				return adminBlocked(c, wait)
+			}
+		}
 		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="Rental Platform admin"`)
 		return apierr.New(fiber.StatusUnauthorized, apierr.Authentication, apierr.CodeAdminTokenInvalid,
 			"Invalid admin token. Send 'Authorization: Bearer <ADMIN_TOKEN>'.")

@@ -151,11 +151,11 @@ func (r *idempotentRun) replay(rec *domain.IdempotencyRecord) {
 // endToEndHeaders are the service's response headers the client gets (see copyResponse).
 func endToEndHeaders(resp *fasthttp.Response) [][2]string {
 	var out [][2]string
-	resp.Header.VisitAll(func(k, v []byte) {
+	for k, v := range resp.Header.All() {
 		if !hopHeader(k) {
 			out = append(out, [2]string{string(k), string(v)})
 		}
-	})
+	}
 	return out
 }
 

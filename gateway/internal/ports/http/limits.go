@@ -1,6 +1,7 @@
 package http
 
 import (
+	"context"
 	"math"
 	"net/http"
 	"strconv"
@@ -41,9 +42,26 @@ func rateLimited(c *fiber.Ctx, retry time.Duration) *apierr.Error {
 		"Too many requests hit the API too quickly for this account and mode. Retry after the number of seconds in Retry-After, and spread requests out (see the RateLimit-* headers).")
 }
 
+// AuthLimit is the failed-authentication limit of one listener (app.AuthGuard; the public
+// listener's is part of Limits).
+type AuthLimit interface {
+	// Blocked reports whether a client address is blocked for failed authentications.
+	Blocked(ip string) (time.Duration, bool)
+	// AuthFailed counts a failed authentication and reports whether the address is now
+	// blocked, and for how long.
+	AuthFailed(ctx context.Context, ip string) (time.Duration, bool)
+}
+
 // authBlocked is the 429 of a client address that failed authentication too often.
 func authBlocked(c *fiber.Ctx, retry time.Duration) *apierr.Error {
 	c.Set(fiber.HeaderRetryAfter, seconds(max(retry, time.Second)))
 	return apierr.New(http.StatusTooManyRequests, apierr.RateLimit, codeAuthRateLimited,
 		"Too many requests with invalid API keys came from this address. Retry after the number of seconds in Retry-After with a valid key.")
+}
+
+// adminBlocked is the 429 of a client address that sent wrong admin tokens too often.
+func adminBlocked(c *fiber.Ctx, retry time.Duration) *apierr.Error {
+	c.Set(fiber.HeaderRetryAfter, seconds(max(retry, time.Second)))
+	return apierr.New(http.StatusTooManyRequests, apierr.RateLimit, codeAuthRateLimited,
+		"Too many requests with an invalid admin token came from this address. Retry after the number of seconds in Retry-After with the right token.")
 }

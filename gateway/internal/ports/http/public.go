@@ -290,11 +290,11 @@ func (p *public) forward(c *fiber.Ctx, key domain.Key, rt route, method, path, i
 func copyResponse(c *fiber.Ctx, resp *fasthttp.Response) {
 	c.Status(resp.StatusCode())
 	dst := &c.Response().Header
-	resp.Header.VisitAll(func(k, v []byte) {
+	for k, v := range resp.Header.All() {
 		if !hopHeader(k) {
 			dst.AddBytesKV(k, v)
 		}
-	})
+	}
 	c.Response().SetBody(resp.Body())
 }
 
@@ -317,6 +317,8 @@ func (c headerCarrier) Get(key string) string { return string(c.h.Peek(key)) }
 func (c headerCarrier) Set(key, value string) { c.h.Set(key, value) }
 func (c headerCarrier) Keys() []string {
 	var keys []string
-	c.h.VisitAll(func(k, _ []byte) { keys = append(keys, string(k)) })
+	for k := range c.h.All() {
+		keys = append(keys, string(k))
+	}
 	return keys
 }

@@ -27,13 +27,22 @@ const (
 //
 //   - a method Fiber does not know (Fiber would send a plain-text 400 and, with body
 //     streaming on, leave the body on the connection to be parsed as the next request);
-//   - a request fasthttp cannot parse (malformed, headers too large, too slow).
+//   - a request fasthttp cannot parse (malformed, headers too large, too slow);
+//   - a request whose framing fasthttp would accept but RFC 9112 refuses (checkFraming).
 //
 // Both end the connection: after either, the byte stream cannot be trusted.
 func guardServer(app *fiber.App, gen *ids.Generator) {
 	srv := app.Server()
 	inner := srv.Handler
 	srv.Handler = func(ctx *fasthttp.RequestCtx) {
+		if e := checkFraming(&ctx.Request.Header); e != nil {
+			writeRaw(ctx, gen, e)
+			return
+		}
+		if !ctx.Request.Header.IsHTTP11() {
+			// HTTP/1.0 gets one answer and the connection ends: keep-alive is HTTP/1.1's.
+			ctx.SetConnectionClose()
+		}
 		if !knownMethod(ctx.Method()) {
 			writeRaw(ctx, gen, apierr.New(fiber.StatusMethodNotAllowed, apierr.InvalidRequest, apierr.CodeMethodNotAllowed,
 				fmt.Sprintf("Method %q is not allowed.", ctx.Method())))
@@ -81,5 +90,8 @@ func writeRaw(ctx *fasthttp.RequestCtx, gen *ids.Generator, e *apierr.Error) {
 	ctx.SetContentType(fiber.MIMEApplicationJSON)
 	ctx.Response.Header.Set(fiberx.HeaderRequestID, id)
 	ctx.SetBody(body)
+	// The answer to a HEAD has no body. fasthttp skips it for a handler's answer but not for
+	// its ErrorHandler's, and a body there would be read as the start of the next response.
+	ctx.Response.SkipBody = ctx.IsHead()
 	ctx.SetConnectionClose()
 }

@@ -74,18 +74,22 @@ type deliveryDoc struct {
 	OneOff         bool         `bson:"one_off,omitempty"`
 }
 
+// attemptDoc is a stored attempt. Attempts stored before attempts had a code also have an
+// "error" field with the sender's own error text; it is never read (it may name internal
+// addresses: the domain knows such attempts by their status), and a rewrite of the delivery
+// drops it.
 type attemptDoc struct {
 	At         time.Time `bson:"at"`
 	DurationMS int64     `bson:"duration_ms"`
 	Status     int       `bson:"status,omitempty"`
-	Error      string    `bson:"error,omitempty"`
+	ErrorCode  string    `bson:"error_code,omitempty"`
 }
 
 func toDeliveryDoc(d *domain.Delivery) deliveryDoc {
 	s := d.State()
 	attempts := make([]attemptDoc, len(s.Attempts))
 	for i, a := range s.Attempts {
-		attempts[i] = attemptDoc{At: a.At.UTC(), DurationMS: a.Duration.Milliseconds(), Status: a.Status, Error: a.Error}
+		attempts[i] = attemptDoc{At: a.At.UTC(), DurationMS: a.Duration.Milliseconds(), Status: a.Status, ErrorCode: string(a.ErrorCode)}
 	}
 	return deliveryDoc{
 		Meta: docstore.Meta{ID: s.ID}, Event: s.Event, Endpoint: s.Endpoint, Account: s.Account, Livemode: s.Livemode,
@@ -98,7 +102,7 @@ func toDeliveryDoc(d *domain.Delivery) deliveryDoc {
 func (d deliveryDoc) delivery() *domain.Delivery {
 	attempts := make([]domain.Attempt, len(d.Attempts))
 	for i, a := range d.Attempts {
-		attempts[i] = domain.Attempt{At: a.At, Duration: time.Duration(a.DurationMS) * time.Millisecond, Status: a.Status, Error: a.Error}
+		attempts[i] = domain.Attempt{At: a.At, Duration: time.Duration(a.DurationMS) * time.Millisecond, Status: a.Status, ErrorCode: domain.AttemptErrorCode(a.ErrorCode)}
 	}
 	return domain.RehydrateDelivery(domain.DeliveryState{
 		ID: d.ID, Event: d.Event, Endpoint: d.Endpoint, Account: d.Account, Livemode: d.Livemode,

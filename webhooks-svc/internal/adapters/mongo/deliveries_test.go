@@ -3,10 +3,15 @@ package mongo_test
 import (
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"rentalplatform/embedded/testkit"
+	"rentalplatform/libs/docstore"
 	"rentalplatform/libs/ids"
 	"rentalplatform/libs/listing"
 	"rentalplatform/libs/servicetest"
@@ -99,7 +104,7 @@ func TestDeliveryStore(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			_, err = d.Record(2, domain.Result{At: at, Duration: 3 * time.Millisecond, Error: "connection refused"}, domain.Schedule{time.Minute}, 0.5)
+			_, err = d.Record(2, domain.Result{At: at, Duration: 3 * time.Millisecond, ErrorCode: domain.AttemptConnectionRefused, Cause: errors.New("dial tcp 127.0.0.1:1: connect: connection refused")}, domain.Schedule{time.Minute}, 0.5)
 			return err
 		})
 		if err != nil {
@@ -109,10 +114,13 @@ func TestDeliveryStore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := []domain.Attempt{{At: at, Duration: 12 * time.Millisecond, Status: 500}, {At: at, Duration: 3 * time.Millisecond, Error: "connection refused"}}
+		want := []domain.Attempt{
+			{At: at, Duration: 12 * time.Millisecond, Status: 500, ErrorCode: domain.AttemptHTTPStatus},
+			{At: at, Duration: 3 * time.Millisecond, ErrorCode: domain.AttemptConnectionRefused},
+		}
 		if got.Status() != domain.DeliveryFailed || stored.Status() != domain.DeliveryFailed ||
 			!slices.EqualFunc(stored.Attempts(), want, func(a, b domain.Attempt) bool {
-				return a.At.Equal(b.At) && a.Duration == b.Duration && a.Status == b.Status && a.Error == b.Error
+				return a.At.Equal(b.At) && a.Duration == b.Duration && a.Status == b.Status && a.ErrorCode == b.ErrorCode
 			}) || !stored.NextAttemptAt().IsZero() {
 			t.Fatalf("stored %+v", stored.State())
 		}
@@ -207,4 +215,75 @@ func TestDeliveryStore(t *testing.T) {
 			t.Fatalf("recent delivery: %v", err)
 		}
 	})
+}
+
+// TestDeliveryStoredBeforeErrorCodes: attempts stored before attempts had a code carry the
+// sender's own error text, which can name the platform's resolver and internal addresses. They
+// are read by their status alone, never with that text, and a rewrite drops it.
+func TestDeliveryStoredBeforeErrorCodes(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	raw := testkit.MongoDatabase(t)
+	store, err := docstore.Open(ctx, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := mongo.NewDeliveries(store)
+	id := ids.NewGenerator(nil).New(domain.DeliveryIDPrefix)
+	at := time.Now().UTC().Truncate(time.Millisecond)
+	leaked := "dial tcp 127.0.0.1:39080: address not allowed: 127.0.0.1 is an internal address"
+	if _, err := raw.Collection(mongo.DeliveriesCollection).InsertOne(ctx, bson.D{
+		{Key: "_id", Value: id}, {Key: "version", Value: int64(1)},
+		{Key: "event", Value: "evt_1"}, {Key: "endpoint", Value: "we_1"}, {Key: "account", Value: "acct_1"},
+		{Key: "livemode", Value: false}, {Key: "event_created_at", Value: at}, {Key: "created", Value: at},
+		{Key: "status", Value: "pending"}, {Key: "seq", Value: 4}, {Key: "next_attempt_at", Value: at}, {Key: "failures", Value: 3},
+		{Key: "attempts", Value: bson.A{
+			bson.D{{Key: "at", Value: at}, {Key: "duration_ms", Value: int64(5)}, {Key: "error", Value: leaked}},
+			bson.D{{Key: "at", Value: at}, {Key: "duration_ms", Value: int64(5)}, {Key: "error", Value: "lookup example.com on 10.255.255.53:53: no such host"}},
+			bson.D{{Key: "at", Value: at}, {Key: "duration_ms", Value: int64(7)}, {Key: "status", Value: 503}},
+		}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := repo.Get(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []domain.AttemptErrorCode{domain.AttemptConnectionFailed, domain.AttemptConnectionFailed, domain.AttemptHTTPStatus}
+	got := d.Attempts()
+	if len(got) != len(want) {
+		t.Fatalf("attempts %+v", got)
+	}
+	for i, a := range got {
+		if a.ErrorCode != want[i] {
+			t.Errorf("attempt %d: %+v (%q), want %s", i, a, a.Message(), want[i])
+		}
+		if m := a.Message(); strings.Contains(m, "127.0.0.1") || strings.Contains(m, "10.255.255.53") || strings.Contains(m, "lookup") {
+			t.Errorf("attempt %d shows the stored text: %q", i, m)
+		}
+	}
+
+	// Rewriting the delivery stores codes and drops the old text.
+	if _, err := repo.Update(ctx, id, func(d *domain.Delivery) error {
+		if !d.Park(4) {
+			return errors.New("not parked")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Attempts []bson.M `bson:"attempts"`
+	}
+	if err := raw.Collection(mongo.DeliveriesCollection).FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Attempts) != len(want) {
+		t.Fatalf("rewritten attempts %v", doc.Attempts)
+	}
+	for i, a := range doc.Attempts {
+		if _, has := a["error"]; has || a["error_code"] != string(want[i]) {
+			t.Errorf("rewritten attempt %d: %v", i, a)
+		}
+	}
 }

@@ -1,18 +1,20 @@
 // Package webhookhttp makes delivery attempts: one signed HTTPS POST each, through a client
 // that follows no redirects, bounds every attempt by the configured timeout and, unless told
-// otherwise, refuses to connect to internal addresses whatever a name resolves to.
+// otherwise, refuses to connect to internal addresses whatever a name resolves to. An attempt
+// that gets no response is reported by category (classify.go), with Go's own error kept
+// aside for the service's log.
 package webhookhttp
 
 import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"errors"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/url"
+	"net/http/httptrace"
 	"strconv"
 	"time"
 
@@ -29,9 +31,6 @@ const UserAgent = "RentalPlatform-Webhooks/1.0"
 // reused; a longer body costs the connection instead.
 const drainLimit = 64 << 10
 
-// maxErrorLen bounds the error recorded for an attempt that got no response.
-const maxErrorLen = 300
-
 // Config configures the sender.
 type Config struct {
 	// Timeout bounds one attempt, from connecting to the end of the response headers.
@@ -41,20 +40,24 @@ type Config struct {
 	// TLSInsecure skips certificate verification (local development with self-signed
 	// receivers).
 	TLSInsecure bool
+	// Resolver resolves endpoint host names; nil is the system's.
+	Resolver *net.Resolver
+	// RootCAs are the certificate authorities receivers' certificates must chain to; nil is
+	// the system's.
+	RootCAs *x509.CertPool
 }
 
 // Sender implements app.Sender.
 type Sender struct {
-	client  *http.Client
-	timeout time.Duration
-	now     func() time.Time
+	client *http.Client
+	now    func() time.Time
 }
 
 var _ app.Sender = (*Sender)(nil)
 
 // New returns a sender.
 func New(cfg Config) *Sender {
-	dialer := &net.Dialer{Timeout: min(cfg.Timeout, 10*time.Second), KeepAlive: 30 * time.Second}
+	dialer := &net.Dialer{Timeout: min(cfg.Timeout, 10*time.Second), KeepAlive: 30 * time.Second, Resolver: cfg.Resolver}
 	if !cfg.AllowPrivate {
 		// Every connection, to every address the name resolved to, is checked as it is made:
 		// a URL accepted at creation cannot later lead inside by DNS (rebinding).
@@ -63,7 +66,7 @@ func New(cfg Config) *Sender {
 	transport := &http.Transport{
 		Proxy:               nil, // a proxy would make the guard check the proxy, not the receiver
 		DialContext:         dialer.DialContext,
-		TLSClientConfig:     &tls.Config{InsecureSkipVerify: cfg.TLSInsecure, MinVersion: tls.VersionTLS12}, //nolint:gosec // opt-in for local development
+		TLSClientConfig:     &tls.Config{InsecureSkipVerify: cfg.TLSInsecure, RootCAs: cfg.RootCAs, MinVersion: tls.VersionTLS12}, //nolint:gosec // opt-in for local development
 		ForceAttemptHTTP2:   true,
 		TLSHandshakeTimeout: min(cfg.Timeout, 10*time.Second),
 		MaxIdleConns:        1000,
@@ -78,8 +81,7 @@ func New(cfg Config) *Sender {
 			// also lead to an address the guard would have refused at creation.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
-		timeout: cfg.Timeout,
-		now:     time.Now,
+		now: time.Now,
 	}
 }
 
@@ -87,9 +89,12 @@ func New(cfg Config) *Sender {
 func (s *Sender) Send(ctx context.Context, r app.Request) domain.Result {
 	start := s.now()
 	res := domain.Result{At: r.Timestamp}
+	var prog progress
+	ctx = httptrace.WithClientTrace(ctx, prog.trace())
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.URL, bytes.NewReader(r.Body))
 	if err != nil {
-		res.Error = "invalid request: " + err.Error()
+		// Endpoint URLs are validated when stored; this is a bug, not the receiver's doing.
+		res.ErrorCode, res.Cause = domain.AttemptConnectionFailed, fmt.Errorf("build request: %w", err)
 		return res
 	}
 	keys := make([][]byte, 0, len(r.Secrets))
@@ -107,7 +112,7 @@ func (s *Sender) Send(ctx context.Context, r app.Request) domain.Result {
 	resp, err := s.client.Do(req)
 	if err != nil {
 		res.Duration = s.now().Sub(start)
-		res.Error = s.describe(err)
+		res.ErrorCode, res.Cause = classify(err, prog.get()), err
 		return res
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainLimit))
@@ -118,31 +123,4 @@ func (s *Sender) Send(ctx context.Context, r app.Request) domain.Result {
 		res.RetryAfter = &d
 	}
 	return res
-}
-
-// describe turns a transport error into the short reason recorded with the attempt.
-func (s *Sender) describe(err error) string {
-	var ne net.Error
-	var msg string
-	switch {
-	case errors.Is(err, netguard.ErrBlocked):
-		var ue *url.Error
-		msg = err.Error()
-		if errors.As(err, &ue) {
-			msg = ue.Err.Error()
-		}
-		msg = "refused to connect: " + msg
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
-		msg = fmt.Sprintf("timed out after %s", s.timeout)
-	default:
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		msg = err.Error()
-	}
-	if len(msg) > maxErrorLen {
-		msg = msg[:maxErrorLen]
-	}
-	return msg
 }

@@ -24,13 +24,15 @@ type deliveryJSON struct {
 	Livemode        bool                  `json:"livemode"`
 }
 
-// attemptJSON is one attempt, oldest first: when it was made, how long it took, and the HTTP
-// status received or, when none was, why.
+// attemptJSON is one attempt, oldest first: when it was made, how long it took, the HTTP
+// status received, and, when it failed, the stable category and the message written for the
+// customer (never the sender's own error, which may name internal addresses).
 type attemptJSON struct {
-	AttemptedAt    int64   `json:"attempted_at"`
-	DurationMS     int64   `json:"duration_ms"`
-	ResponseStatus *int    `json:"response_status"`
-	Error          *string `json:"error"`
+	AttemptedAt    int64                    `json:"attempted_at"`
+	DurationMS     int64                    `json:"duration_ms"`
+	ResponseStatus *int                     `json:"response_status"`
+	ErrorCode      *domain.AttemptErrorCode `json:"error_code"`
+	Error          *string                  `json:"error"`
 }
 
 func renderDelivery(d *domain.Delivery) deliveryJSON {
@@ -43,8 +45,9 @@ func renderDelivery(d *domain.Delivery) deliveryJSON {
 		if a.Status != 0 {
 			j.ResponseStatus = &a.Status
 		}
-		if a.Error != "" {
-			j.Error = &a.Error
+		if a.ErrorCode != "" {
+			msg := a.Message()
+			j.ErrorCode, j.Error = &a.ErrorCode, &msg
 		}
 		out.Attempts = append(out.Attempts, j)
 	}
