@@ -61,6 +61,10 @@ func guardServer(app *fiber.App, gen *ids.Generator) {
 		case errors.As(err, &ne) && ne.Timeout():
 			writeRaw(ctx, gen, apierr.New(fiber.StatusRequestTimeout, apierr.InvalidRequest, codeRequestTimeout,
 				"The request was not received in time."))
+		case errors.Is(err, fasthttp.ErrDuplicateContentLength):
+			writeRaw(ctx, gen, malformed("The request has more than one Content-Length header."))
+		case errors.Is(err, fasthttp.ErrUnsupportedTransferEncoding):
+			writeRaw(ctx, gen, malformed("The only Transfer-Encoding accepted is a single 'chunked', without Content-Length."))
 		case errors.Is(err, fasthttp.ErrBodyTooLarge):
 			writeRaw(ctx, gen, apierr.New(fiber.StatusRequestEntityTooLarge, apierr.InvalidRequest, apierr.CodeBodyTooLarge,
 				"The request body is too large."))
