@@ -1,14 +1,14 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"net"
-	"os"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"rentalplatform/libs/servicetest"
 )
 
 // leak matches what an attempt's message shown to the API caller must never contain: an IPv4
@@ -23,7 +23,7 @@ var leak = regexp.MustCompile(`\d+\.\d+\.\d+\.\d+|:\d+|(?i)\blookup\b|dial tcp|n
 // needed to find it.
 func TestRefusedAttemptShowsNoInternalAddress(t *testing.T) {
 	t.Parallel()
-	name := loopbackName()
+	name := servicetest.LoopbackName()
 	if name == "" {
 		t.Skip("no name other than localhost resolves only to loopback on this machine (hostname, /etc/hosts)")
 	}
@@ -89,42 +89,4 @@ func TestRefusedAttemptShowsNoInternalAddress(t *testing.T) {
 		!strings.Contains(errText, "127.0.0.1") {
 		t.Fatalf("log line %v: want event %s, endpoint %s, request %s, a trace id and the whole error", rec, evID, id, reqID)
 	}
-}
-
-// loopbackName returns a host name other than localhost that resolves, on this machine and
-// without the network, only to loopback addresses (the machine's own name, or a name from
-// /etc/hosts), or "" when there is none.
-func loopbackName() string {
-	var candidates []string
-	if h, err := os.Hostname(); err == nil {
-		candidates = append(candidates, h)
-	}
-	if b, err := os.ReadFile("/etc/hosts"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			line, _, _ = strings.Cut(line, "#")
-			if f := strings.Fields(line); len(f) >= 2 {
-				candidates = append(candidates, f[1:]...)
-			}
-		}
-	}
-	for _, name := range candidates {
-		lower := strings.ToLower(strings.TrimSuffix(name, "."))
-		if lower == "" || lower == "localhost" || strings.HasSuffix(lower, ".localhost") {
-			continue
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		addrs, err := net.DefaultResolver.LookupIPAddr(ctx, name)
-		cancel()
-		if err != nil || len(addrs) == 0 {
-			continue
-		}
-		all := true
-		for _, a := range addrs {
-			all = all && a.IP.IsLoopback()
-		}
-		if all {
-			return name
-		}
-	}
-	return ""
 }

@@ -6,7 +6,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -370,44 +369,6 @@ func verifier(t *testing.T, secrets ...string) *receiver.Verifier {
 		t.Fatal(err)
 	}
 	return v
-}
-
-// loopbackName returns a host name other than localhost that resolves, on this machine and
-// without the network, only to loopback addresses (the machine's own name, or a name from
-// /etc/hosts), or "" when there is none.
-func loopbackName() string {
-	var candidates []string
-	if h, err := os.Hostname(); err == nil {
-		candidates = append(candidates, h)
-	}
-	if b, err := os.ReadFile("/etc/hosts"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			line, _, _ = strings.Cut(line, "#")
-			f := strings.Fields(line)
-			if len(f) >= 2 {
-				candidates = append(candidates, f[1:]...)
-			}
-		}
-	}
-	for _, name := range candidates {
-		if name == "" || strings.EqualFold(strings.TrimSuffix(name, "."), "localhost") || strings.HasSuffix(strings.ToLower(name), ".localhost") {
-			continue
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		addrs, err := net.DefaultResolver.LookupIPAddr(ctx, name)
-		cancel()
-		if err != nil || len(addrs) == 0 {
-			continue
-		}
-		all := true
-		for _, a := range addrs {
-			all = all && a.IP.IsLoopback()
-		}
-		if all {
-			return name
-		}
-	}
-	return ""
 }
 
 // waitStatus polls GET url until it answers want.

@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"rentalplatform/deploy/local/e2e/receiver"
+	"rentalplatform/libs/servicetest"
 )
 
 func TestSSRFGuard(t *testing.T) {
@@ -114,7 +115,7 @@ func TestSSRFGuard(t *testing.T) {
 	})
 
 	t.Run("a name resolving to 127.0.0.1 is refused at creation or at dial time", func(t *testing.T) {
-		name := loopbackName()
+		name := servicetest.LoopbackName()
 		if name == "" {
 			t.Skip("no name other than localhost resolves only to loopback on this machine (hostname, /etc/hosts)")
 		}
