@@ -72,12 +72,12 @@ func checkFraming(h *fasthttp.RequestHeader) *apierr.Error {
 			return malformed("A header value contains a control character.")
 		}
 		switch {
-		case equalFold(name, "Content-Length"):
+		case bytes.EqualFold(name, []byte("Content-Length")):
 			contentLengths++
-		case equalFold(name, "Transfer-Encoding"):
+		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
 			transferEncodings++
 			transferEncoding = value
-		case equalFold(name, "Host"):
+		case bytes.EqualFold(name, []byte("Host")):
 			hosts++
 		}
 	}
@@ -93,7 +93,7 @@ func checkFraming(h *fasthttp.RequestHeader) *apierr.Error {
 		return malformed("Transfer-Encoding is not allowed in an HTTP/1.0 request.")
 	case transferEncodings > 1:
 		return malformed("The request has more than one Transfer-Encoding header.")
-	case transferEncodings == 1 && !equalFold(transferEncoding, "chunked"):
+	case transferEncodings == 1 && !bytes.EqualFold(transferEncoding, []byte("chunked")):
 		return malformed("The only Transfer-Encoding accepted is a single 'chunked'.")
 	case hosts > 1:
 		return malformed("The request has more than one Host header.")
@@ -162,26 +162,6 @@ func isToken(b []byte) bool {
 func isFieldValue(b []byte) bool {
 	for _, c := range b {
 		if (c < 0x20 && c != '\t') || c == 0x7f {
-			return false
-		}
-	}
-	return true
-}
-
-func equalFold(b []byte, s string) bool {
-	if len(b) != len(s) {
-		return false
-	}
-	for i := range b {
-		c := b[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		d := s[i]
-		if 'A' <= d && d <= 'Z' {
-			d += 'a' - 'A'
-		}
-		if c != d {
 			return false
 		}
 	}
