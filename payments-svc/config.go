@@ -1,9 +1,82 @@
 package main
 
-import "rentalplatform/libs/service"
+import (
+	"errors"
+	"fmt"
+	"time"
 
-// spec names payments-svc and its defaults; so far it reads only the settings every service shares
-// (docs/architecture.md).
+	"rentalplatform/libs/asynqx"
+	"rentalplatform/libs/config"
+	"rentalplatform/libs/service"
+)
+
+// spec names payments-svc and its defaults of the settings every service shares.
 func spec() service.Spec {
 	return service.Spec{Name: "payments-svc", HTTPAddr: "127.0.0.1:8093", MongoDatabase: "payments"}
+}
+
+// Config is everything payments-svc reads from the environment (docs/architecture.md and
+// docs/api.md, Payment requests).
+type Config struct {
+	config.Base
+	RedisURL string
+	// Concurrency is how many attempts run at once.
+	Concurrency int
+	// AttemptTimeout bounds one run of an attempt (every method charged); its claim on the
+	// request is taken for abandoned 30 s after that.
+	AttemptTimeout time.Duration
+	// CancelWait is how long a cancel waits for an attempt that is charging the request.
+	CancelWait time.Duration
+	// AdvanceWait is how long the test helper waits for the attempt it runs.
+	AdvanceWait time.Duration
+	// ReconcileInterval is how often the reconciler looks for attempts whose task was lost;
+	// an attempt that late is queued again.
+	ReconcileInterval   time.Duration
+	OutboxRelayInterval time.Duration
+}
+
+// claimTTL is how long after an attempt claimed a request its claim is taken for abandoned.
+func (c Config) claimTTL() time.Duration { return c.AttemptTimeout + 30*time.Second }
+
+func loadConfig(getenv config.Getenv) (Config, error) {
+	base, baseErr := config.LoadBase(getenv, spec().Defaults())
+	r := config.NewReader(getenv)
+	cfg := Config{
+		Base:                base,
+		RedisURL:            r.String("REDIS_URL", "redis://127.0.0.1:6379/0"),
+		Concurrency:         r.Int("PAYMENTS_CONCURRENCY", 50, 1, 10000),
+		AttemptTimeout:      r.Duration("PAYMENTS_ATTEMPT_TIMEOUT", time.Minute),
+		CancelWait:          r.Duration("PAYMENTS_CANCEL_WAIT", 10*time.Second),
+		AdvanceWait:         r.Duration("PAYMENTS_ADVANCE_WAIT", 10*time.Second),
+		ReconcileInterval:   r.Duration("PAYMENTS_RECONCILE_INTERVAL", 30*time.Second),
+		OutboxRelayInterval: r.Duration("OUTBOX_RELAY_INTERVAL", time.Second),
+	}
+	errs := []error{baseErr, r.Err()}
+	if _, err := asynqx.RedisOpt(cfg.RedisURL); err != nil {
+		errs = append(errs, err)
+	}
+	for _, p := range []struct {
+		name string
+		d    time.Duration
+	}{
+		{"PAYMENTS_ATTEMPT_TIMEOUT", cfg.AttemptTimeout},
+		{"PAYMENTS_RECONCILE_INTERVAL", cfg.ReconcileInterval},
+		{"OUTBOX_RELAY_INTERVAL", cfg.OutboxRelayInterval},
+	} {
+		if p.d <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be longer than 0", p.name))
+		}
+	}
+	for _, p := range []struct {
+		name string
+		d    time.Duration
+	}{{"PAYMENTS_CANCEL_WAIT", cfg.CancelWait}, {"PAYMENTS_ADVANCE_WAIT", cfg.AdvanceWait}} {
+		if p.d < 0 {
+			errs = append(errs, fmt.Errorf("%s must not be negative", p.name))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	return cfg, nil
 }

@@ -2,11 +2,103 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
+	"sync"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"rentalplatform/libs/asynqx"
+	"rentalplatform/libs/ids"
+	"rentalplatform/libs/outbox"
+	"rentalplatform/libs/service"
+
+	asynqadapter "rentalplatform/payments-svc/internal/adapters/asynq"
+	"rentalplatform/payments-svc/internal/adapters/mongo"
+	"rentalplatform/payments-svc/internal/adapters/simulator"
+	"rentalplatform/payments-svc/internal/app"
+	httpport "rentalplatform/payments-svc/internal/ports/http"
+	"rentalplatform/payments-svc/internal/ports/worker"
+	"rentalplatform/payments-svc/internal/tasks"
 )
 
-// run is the composition root. The service has no resources yet: the shared runtime checks the
-// gateway identity, answers health checks, and 404s every other route.
+// run is the composition root: it builds the service from its configuration, serves until ctx
+// ends, then shuts down and returns the first problem met.
 func run(ctx context.Context, getenv func(string) string, stdout io.Writer) error {
-	return spec().Run(ctx, getenv, stdout, nil)
+	cfg, err := loadConfig(getenv)
+	if err != nil {
+		return err
+	}
+	rt, err := service.Start(ctx, spec().Name, cfg.Base, stdout)
+	if err != nil {
+		return err
+	}
+	fail := func(err error) error { return errors.Join(err, rt.Close()) }
+	log, tp, prop := rt.Log, rt.Tel.TracerProvider, rt.Tel.Propagator
+
+	redisOpt, err := asynqx.RedisOpt(cfg.RedisURL)
+	if err != nil {
+		return fail(err)
+	}
+	client := asynq.NewClient(redisOpt)
+	rt.OnClose(func(context.Context) error { return client.Close() })
+	scheduler, err := asynqadapter.NewScheduler(redisOpt, prop, cfg.AttemptTimeout)
+	if err != nil {
+		return fail(err)
+	}
+	rt.OnClose(func(context.Context) error { return scheduler.Close() })
+	rt.AddCheck("redis", scheduler.Ping)
+
+	relay := outbox.NewRelay(outbox.NewPublisher(client, prop), log, cfg.OutboxRelayInterval,
+		max(2*time.Second, 2*cfg.OutboxRelayInterval))
+	agreements := mongo.NewAgreements(rt.Store, relay)
+	requests := mongo.NewRequests(rt.Store, relay)
+	if err := agreements.EnsureIndexes(ctx); err != nil {
+		return fail(err)
+	}
+	if err := requests.EnsureIndexes(ctx); err != nil {
+		return fail(err)
+	}
+	log.InfoContext(ctx, "live-mode charges are refused: no payment processor adapter is configured")
+
+	svc := app.New(app.Deps{
+		Agreements: agreements,
+		Requests:   requests,
+		Test:       simulator.New(rt.Store, time.Now),
+		Scheduler:  scheduler,
+		Now:        time.Now,
+		IDs:        ids.NewGenerator(nil),
+		Log:        log,
+	}, app.Config{
+		ClaimTTL:        cfg.claimTTL(),
+		CancelWait:      cfg.CancelWait,
+		AdvanceWait:     cfg.AdvanceWait,
+		ReconcileGrace:  cfg.ReconcileInterval,
+		RenderAgreement: httpport.AgreementObject,
+		RenderRequest:   httpport.RequestObject,
+	})
+	httpport.Register(rt.App, svc)
+
+	srvCfg := asynqx.ServerConfig(map[string]int{tasks.QueuePayments: 1}, cfg.Concurrency, log)
+	srvCfg.RetryDelayFunc = worker.RetryDelay
+	srv := asynq.NewServer(redisOpt, srvCfg)
+	mux := asynq.NewServeMux()
+	mux.Use(asynqx.TraceMiddleware(tp, prop))
+	worker.Register(mux, svc, log)
+	if err := srv.Start(mux); err != nil {
+		return fail(fmt.Errorf("start %s worker: %w", tasks.QueuePayments, err))
+	}
+	rt.OnClose(func(context.Context) error { srv.Shutdown(); return nil })
+
+	// Background loops, stopped first at shutdown (closers run last-registered first), while
+	// Redis and MongoDB are still open.
+	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = relay.Run(bg) })
+	wg.Go(func() { worker.Reconcile(bg, svc, log, cfg.ReconcileInterval) })
+	rt.OnClose(func(context.Context) error { stop(); wg.Wait(); return nil })
+
+	return rt.Serve(ctx)
 }

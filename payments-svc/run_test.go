@@ -1,11 +1,342 @@
 package main
 
 import (
+	"fmt"
+	"maps"
+	"net/http"
+	"strings"
 	"testing"
+	"time"
 
+	"rentalplatform/embedded/testkit"
 	"rentalplatform/libs/servicetest"
 )
 
-// TestComponent runs what every service must do through run(): boot, health, identity, errors,
-// configuration.
-func TestComponent(t *testing.T) { servicetest.Component(t, run, nil) }
+// Component tests: the whole service through run(), on a free port, against the embedded
+// store and Redis, with requests signed the way the gateway signs them.
+
+// TestComponent runs what every service behind the gateway must do through run(): boot,
+// health, identity, errors, configuration.
+func TestComponent(t *testing.T) {
+	servicetest.Component(t, run, map[string]string{"REDIS_URL": testkit.Redis(t)})
+}
+
+// start runs the service on its own store and Redis.
+func start(t *testing.T, env ...string) *servicetest.Process {
+	t.Helper()
+	vars := servicetest.Env(t)
+	maps.Copy(vars, map[string]string{"REDIS_URL": testkit.Redis(t), "OUTBOX_RELAY_INTERVAL": "100ms"})
+	for i := 0; i+1 < len(env); i += 2 {
+		vars[env[i]] = env[i+1]
+	}
+	return servicetest.Start(t, run, vars, "http")
+}
+
+func agreementBody(tokens ...string) string {
+	var methods []string
+	for i, tok := range tokens {
+		methods = append(methods, fmt.Sprintf(`{"type":"card","token":%q,"preferred":%t}`, tok, i == 0))
+	}
+	return `{"tenant":{"name":"Ada Lovelace","email":"ada@example.com"},"payment_methods":[` + strings.Join(methods, ",") + `]}`
+}
+
+func mustStatus(t *testing.T, r servicetest.Response, status int) {
+	t.Helper()
+	if r.Status != status {
+		t.Fatalf("status %d, want %d: %s", r.Status, status, r.Raw)
+	}
+}
+
+// waitFor polls the request until cond holds.
+func waitFor(t *testing.T, c *servicetest.Client, id string, cond func(map[string]any) bool) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		r := c.Do(http.MethodGet, "/v1/payment_requests/"+id, "")
+		mustStatus(t, r, http.StatusOK)
+		if cond(r.Body) {
+			return r.Body
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("payment request %s never reached the expected state: %s", id, r.Raw)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func status(s string) func(map[string]any) bool {
+	return func(b map[string]any) bool { return b["status"] == s }
+}
+
+func TestPaymentsComponent(t *testing.T) {
+	p := start(t)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("service logs:\n%s", p.Logs())
+		}
+	})
+	newClient := func(t *testing.T) *servicetest.Client { return servicetest.NewClient(t, p.URL("http")) }
+	agreement := func(t *testing.T, c *servicetest.Client, tokens ...string) map[string]any {
+		t.Helper()
+		r := c.Do(http.MethodPost, "/v1/payment_agreements", agreementBody(tokens...))
+		mustStatus(t, r, http.StatusOK)
+		return r.Body
+	}
+	request := func(t *testing.T, c *servicetest.Client, pa string) map[string]any {
+		t.Helper()
+		r := c.Do(http.MethodPost, "/v1/payment_requests", fmt.Sprintf(`{"payment_agreement":%q,"amount":12500,"currency":"EUR","description":"November rent"}`, pa))
+		mustStatus(t, r, http.StatusOK)
+		return r.Body
+	}
+
+	t.Run("agreement object", func(t *testing.T) {
+		c := newClient(t)
+		r := c.Do(http.MethodPost, "/v1/payment_agreements", `{"tenant":{"name":"Ada","email":"ada@example.com"},"payment_methods":[`+
+			`{"type":"sepa_debit","token":"tok_test_insufficient_funds"},{"type":"card","token":"tok_test_success","preferred":true}],`+
+			`"acceptance":{"accepted_at":1700000000,"ip_address":"203.0.113.9","user_agent":"Mozilla/5.0"},"metadata":{"unit":"4B"}}`)
+		mustStatus(t, r, http.StatusOK)
+		if strings.Contains(string(r.Raw), "tok_test") {
+			t.Errorf("the agreement shows a raw token: %s", r.Raw)
+		}
+		pms := r.Body["payment_methods"].([]any)
+		first, second := pms[0].(map[string]any), pms[1].(map[string]any)
+		if first["type"] != "card" || first["preferred"] != true || first["last4"] != "cess" || second["last4"] != "unds" {
+			t.Errorf("methods not in charge order (preferred first) or last4 wrong: %s", r.Raw)
+		}
+		if !strings.HasPrefix(first["id"].(string), "pm_") || first["status"] != "active" || r.Body["status"] != "active" {
+			t.Errorf("unexpected agreement: %s", r.Raw)
+		}
+		acc := r.Body["acceptance"].(map[string]any)
+		if acc["accepted_at"] != float64(1700000000) || acc["ip_address"] != "203.0.113.9" {
+			t.Errorf("acceptance = %v", acc)
+		}
+		got := c.Do(http.MethodGet, "/v1/payment_agreements/"+r.Body["id"].(string), "")
+		mustStatus(t, got, http.StatusOK)
+		if string(got.Raw) != string(r.Raw) {
+			t.Errorf("retrieve differs from create:\n%s\n%s", got.Raw, r.Raw)
+		}
+		if other := c.Mode(true).Do(http.MethodGet, "/v1/payment_agreements/"+r.Body["id"].(string), ""); other.Status != http.StatusNotFound {
+			t.Errorf("live key sees a test agreement: %d", other.Status)
+		}
+	})
+
+	t.Run("agreement validation", func(t *testing.T) {
+		c := newClient(t)
+		for _, tc := range []struct {
+			body, code, param string
+		}{
+			{`{}`, "parameter_missing", "tenant"},
+			{`{"tenant":{"name":"A","email":"nope"},"payment_methods":[{"type":"card","token":"tok_test_success","preferred":true}]}`, "parameter_invalid", "tenant.email"},
+			{`{"tenant":{"name":"A","email":"a@example.com"},"payment_methods":[]}`, "parameter_invalid", "payment_methods"},
+			{`{"tenant":{"name":"A","email":"a@example.com"},"payment_methods":[{"type":"card","token":"tok_test_success"}]}`, "parameter_invalid", "payment_methods"},
+			{`{"tenant":{"name":"A","email":"a@example.com"},"payment_methods":[{"type":"card","token":"tok_test_success","preferred":true},{"type":"card","token":"tok_test_success","preferred":true}]}`, "parameter_invalid", "payment_methods[1].preferred"},
+			{`{"tenant":{"name":"A","email":"a@example.com"},"payment_methods":[{"type":"cash","token":"tok_test_success","preferred":true}]}`, "parameter_invalid", "payment_methods[0].type"},
+			{`{"tenant":{"name":"A","email":"a@example.com"},"payment_methods":[{"type":"card","token":"tok_test_success","preferred":true},{"type":"card","token":"tok_visa"}]}`, "parameter_invalid", "payment_methods[1].token"},
+			{`{"tenant":{"name":"A","email":"a@example.com"},"payment_methods":[{"type":"card","token":"tok_test_success","preferred":true,"cvc":"123"}]}`, "parameter_unknown", "payment_methods[0].cvc"},
+			{`{"tenant":{"name":"A","email":"a@example.com"},"payment_methods":[{"type":"card","token":"tok_test_success","preferred":true}],"acceptance":{"accepted_at":1700000000,"ip_address":"300.1.1.1"}}`, "parameter_invalid", "acceptance.ip_address"},
+		} {
+			r := c.Do(http.MethodPost, "/v1/payment_agreements", tc.body)
+			if r.Status != http.StatusBadRequest || r.ErrCode() != tc.code || r.ErrParam() != tc.param {
+				t.Errorf("%s: %d %s/%s, want 400 %s/%s (%s)", tc.body, r.Status, r.ErrCode(), r.ErrParam(), tc.code, tc.param, r.Raw)
+			}
+		}
+		if r := c.Do(http.MethodGet, "/v1/payment_agreements", ""); len(r.Body["data"].([]any)) != 0 {
+			t.Errorf("refused creates stored agreements: %s", r.Raw)
+		}
+		live := c.Mode(true).Do(http.MethodPost, "/v1/payment_agreements", agreementBody("tok_test_success"))
+		if live.Status != http.StatusBadRequest || live.ErrCode() != "processor_not_configured" {
+			t.Errorf("live agreement: %d %s", live.Status, live.Raw)
+		}
+	})
+
+	t.Run("success first time", func(t *testing.T) {
+		c := newClient(t)
+		pa := agreement(t, c, "tok_test_success")
+		pr := request(t, c, pa["id"].(string))
+		if pr["status"] != "pending" || pr["attempts"] != float64(0) || pr["payment_method_used"] != nil ||
+			pr["next_retry_at"] != nil || pr["failure_reason"] != nil || pr["currency"] != "eur" {
+			t.Errorf("created request: %v", pr)
+		}
+		done := waitFor(t, c, pr["id"].(string), status("succeeded"))
+		pm := pa["payment_methods"].([]any)[0].(map[string]any)["id"]
+		if done["payment_method_used"] != pm || done["attempts"] != float64(1) || done["retry_stop_reason"] != "succeeded" ||
+			len(done["attempt_log"].([]any)) != 1 {
+			t.Errorf("succeeded request: %v", done)
+		}
+	})
+
+	t.Run("fallback to the second method", func(t *testing.T) {
+		c := newClient(t)
+		pa := agreement(t, c, "tok_test_declined", "tok_test_success")
+		pr := request(t, c, pa["id"].(string))
+		done := waitFor(t, c, pr["id"].(string), status("succeeded"))
+		pms := pa["payment_methods"].([]any)
+		if done["payment_method_used"] != pms[1].(map[string]any)["id"] {
+			t.Errorf("used %v, want the second method", done["payment_method_used"])
+		}
+		log := done["attempt_log"].([]any)
+		if len(log) != 2 || log[0].(map[string]any)["failure_code"] != "declined" || log[1].(map[string]any)["outcome"] != "succeeded" {
+			t.Errorf("attempt_log = %v", log)
+		}
+		// The agreement records the hard decline right after the request its outcome.
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			got := c.Do(http.MethodGet, "/v1/payment_agreements/"+pa["id"].(string), "")
+			first := got.Body["payment_methods"].([]any)[0].(map[string]any)
+			if first["status"] == "failed" && first["failure_code"] == "declined" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("hard-declined method is %v", first)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+
+	t.Run("succeed from attempt 2 via advance", func(t *testing.T) {
+		c := newClient(t)
+		pa := agreement(t, c, "tok_test_succeed_from_attempt_2")
+		pr := request(t, c, pa["id"].(string))
+		id := pr["id"].(string)
+		waiting := waitFor(t, c, id, func(b map[string]any) bool { return b["next_retry_at"] != nil })
+		log := waiting["attempt_log"].([]any)
+		failedAt := log[len(log)-1].(map[string]any)["created"].(float64)
+		if waiting["status"] != "processing" || waiting["attempts"] != float64(1) || waiting["next_retry_at"] != failedAt+86400 {
+			t.Fatalf("after attempt 1: %v (failure at %v)", waiting, failedAt)
+		}
+		adv := c.Do(http.MethodPost, "/v1/test_helpers/payment_requests/"+id+"/advance", "")
+		mustStatus(t, adv, http.StatusOK)
+		if adv.Body["status"] != "succeeded" || adv.Body["attempts"] != float64(2) {
+			t.Errorf("after advance: %s", adv.Raw)
+		}
+		again := c.Do(http.MethodPost, "/v1/test_helpers/payment_requests/"+id+"/advance", "")
+		if again.Status != http.StatusBadRequest || again.ErrCode() != "invalid_state" {
+			t.Errorf("advance with nothing scheduled: %d %s", again.Status, again.Raw)
+		}
+		if live := c.Mode(true).Do(http.MethodPost, "/v1/test_helpers/payment_requests/"+id+"/advance", ""); live.Status != http.StatusNotFound {
+			t.Errorf("advance in live mode: %d %s", live.Status, live.Raw)
+		}
+	})
+
+	t.Run("all attempts fail", func(t *testing.T) {
+		c := newClient(t)
+		pa := agreement(t, c, "tok_test_insufficient_funds")
+		id := request(t, c, pa["id"].(string))["id"].(string)
+		waitFor(t, c, id, func(b map[string]any) bool { return b["next_retry_at"] != nil })
+		adv := c.Do(http.MethodPost, "/v1/test_helpers/payment_requests/"+id+"/advance", "")
+		mustStatus(t, adv, http.StatusOK)
+		log := adv.Body["attempt_log"].([]any)
+		failedAt := log[len(log)-1].(map[string]any)["created"].(float64)
+		if adv.Body["attempts"] != float64(2) || adv.Body["next_retry_at"] != failedAt+72*3600 {
+			t.Fatalf("after attempt 2: %s", adv.Raw)
+		}
+		adv = c.Do(http.MethodPost, "/v1/test_helpers/payment_requests/"+id+"/advance", "")
+		mustStatus(t, adv, http.StatusOK)
+		b := adv.Body
+		if b["status"] != "failed" || b["attempts"] != float64(3) || b["failure_reason"] != "insufficient_funds" ||
+			b["retry_stop_reason"] != "attempts_exhausted" || b["next_retry_at"] != nil {
+			t.Errorf("after attempt 3: %s", adv.Raw)
+		}
+		cancel := c.Do(http.MethodPost, "/v1/payment_requests/"+id+"/cancel", "")
+		if cancel.Status != http.StatusBadRequest || cancel.ErrCode() != "invalid_state" {
+			t.Errorf("cancel of a failed request: %d %s", cancel.Status, cancel.Raw)
+		}
+	})
+
+	t.Run("hard decline of the only method", func(t *testing.T) {
+		c := newClient(t)
+		pa := agreement(t, c, "tok_test_declined")
+		id := request(t, c, pa["id"].(string))["id"].(string)
+		b := waitFor(t, c, id, status("failed"))
+		if b["retry_stop_reason"] != "no_usable_method" || b["failure_reason"] != "declined" || b["attempts"] != float64(1) {
+			t.Errorf("request: %v", b)
+		}
+	})
+
+	t.Run("cancel", func(t *testing.T) {
+		c := newClient(t)
+		pa := agreement(t, c, "tok_test_succeed_from_attempt_3")
+		id := request(t, c, pa["id"].(string))["id"].(string)
+		waitFor(t, c, id, func(b map[string]any) bool { return b["next_retry_at"] != nil })
+		r := c.Do(http.MethodPost, "/v1/payment_requests/"+id+"/cancel", "")
+		mustStatus(t, r, http.StatusOK)
+		if r.Body["status"] != "cancelled" || r.Body["retry_stop_reason"] != "cancelled" || r.Body["next_retry_at"] != nil {
+			t.Errorf("cancelled: %s", r.Raw)
+		}
+		again := c.Do(http.MethodPost, "/v1/payment_requests/"+id+"/cancel", "")
+		mustStatus(t, again, http.StatusOK)
+		if string(again.Raw) != string(r.Raw) {
+			t.Errorf("second cancel changed the request:\n%s\n%s", r.Raw, again.Raw)
+		}
+		if body := c.Do(http.MethodPost, "/v1/payment_requests/"+id+"/cancel", `{"reason":"x"}`); body.ErrCode() != "parameter_unknown" {
+			t.Errorf("cancel with a body: %s", body.Raw)
+		}
+		ok := request(t, c, agreement(t, c, "tok_test_success")["id"].(string))["id"].(string)
+		waitFor(t, c, ok, status("succeeded"))
+		if r := c.Do(http.MethodPost, "/v1/payment_requests/"+ok+"/cancel", ""); r.Status != http.StatusBadRequest || r.ErrCode() != "invalid_state" {
+			t.Errorf("cancel of a succeeded request: %d %s", r.Status, r.Raw)
+		}
+	})
+
+	t.Run("bulk", func(t *testing.T) {
+		c := newClient(t)
+		pa := agreement(t, c, "tok_test_success")["id"].(string)
+		bad := fmt.Sprintf(`{"requests":[{"payment_agreement":%q,"amount":100,"currency":"eur"},{"payment_agreement":%q,"amount":0,"currency":"eur"}]}`, pa, pa)
+		r := c.Do(http.MethodPost, "/v1/payment_requests/bulk", bad)
+		if r.Status != http.StatusBadRequest || r.ErrParam() != "requests[1].amount" {
+			t.Errorf("bulk with a bad element: %d %s", r.Status, r.Raw)
+		}
+		missing := `{"requests":[{"payment_agreement":"pa_01kaj0000000000000000000000","amount":100,"currency":"eur"}]}`
+		if r := c.Do(http.MethodPost, "/v1/payment_requests/bulk", missing); r.Status != http.StatusBadRequest ||
+			r.ErrCode() != "resource_missing" || r.ErrParam() != "requests[0].payment_agreement" {
+			t.Errorf("bulk with a missing agreement: %d %s", r.Status, r.Raw)
+		}
+		if l := c.Do(http.MethodGet, "/v1/payment_requests", ""); len(l.Body["data"].([]any)) != 0 {
+			t.Fatalf("a refused bulk created requests: %s", l.Raw)
+		}
+		var elems []string
+		for i := range 3 {
+			elems = append(elems, fmt.Sprintf(`{"payment_agreement":%q,"amount":%d,"currency":"gbp"}`, pa, 100+i))
+		}
+		ok := c.Do(http.MethodPost, "/v1/payment_requests/bulk", `{"requests":[`+strings.Join(elems, ",")+`]}`)
+		mustStatus(t, ok, http.StatusOK)
+		if ok.Body["object"] != "list" || ok.Body["total_created"] != float64(3) || ok.Body["url"] != "/v1/payment_requests/bulk" ||
+			len(ok.Body["data"].([]any)) != 3 {
+			t.Errorf("bulk: %s", ok.Raw)
+		}
+		for _, d := range ok.Body["data"].([]any) {
+			waitFor(t, c, d.(map[string]any)["id"].(string), status("succeeded"))
+		}
+		l := c.Do(http.MethodGet, "/v1/payment_requests?status=succeeded&payment_agreement="+pa+"&limit=2", "")
+		if len(l.Body["data"].([]any)) != 2 || l.Body["has_more"] != true {
+			t.Errorf("filtered list: %s", l.Raw)
+		}
+		if e := c.Do(http.MethodPost, "/v1/payment_requests/bulk", `{"requests":[]}`); e.ErrParam() != "requests" {
+			t.Errorf("empty bulk: %s", e.Raw)
+		}
+	})
+
+	t.Run("agreement cancellation", func(t *testing.T) {
+		c := newClient(t)
+		pa := agreement(t, c, "tok_test_insufficient_funds")["id"].(string)
+		id := request(t, c, pa)["id"].(string)
+		waitFor(t, c, id, func(b map[string]any) bool { return b["next_retry_at"] != nil })
+		r := c.Do(http.MethodPost, "/v1/payment_agreements/"+pa+"/cancel", "")
+		mustStatus(t, r, http.StatusOK)
+		if r.Body["status"] != "cancelled" || r.Body["cancelled_at"] == nil {
+			t.Errorf("cancelled agreement: %s", r.Raw)
+		}
+		b := c.Do(http.MethodGet, "/v1/payment_requests/"+id, "").Body
+		if b["status"] != "cancelled" || b["retry_stop_reason"] != "agreement_cancelled" {
+			t.Errorf("request of a cancelled agreement: %v", b)
+		}
+		n := c.Do(http.MethodPost, "/v1/payment_requests", fmt.Sprintf(`{"payment_agreement":%q,"amount":1,"currency":"eur"}`, pa))
+		if n.Status != http.StatusBadRequest || n.ErrCode() != "agreement_not_active" || n.ErrParam() != "payment_agreement" {
+			t.Errorf("request against a cancelled agreement: %d %s", n.Status, n.Raw)
+		}
+		other := servicetest.NewClient(t, p.URL("http")).Do(http.MethodPost, "/v1/payment_requests", fmt.Sprintf(`{"payment_agreement":%q,"amount":1,"currency":"eur"}`, pa))
+		if other.Status != http.StatusNotFound || other.ErrParam() != "payment_agreement" {
+			t.Errorf("another account's agreement: %d %s", other.Status, other.Raw)
+		}
+	})
+}

@@ -111,3 +111,13 @@ func (a logger) Error(args ...any) { a.l.Error(fmt.Sprint(args...)) }
 // Fatal is called by asynq only for unrecoverable start-up problems; it logs them as errors and
 // leaves stopping the process to the caller, which sees the error from Start or Run.
 func (a logger) Fatal(args ...any) { a.l.Error(fmt.Sprint(args...), "fatal", true) }
+
+// NotBefore rounds a due time up to the next whole second. asynq keeps scheduled times in whole
+// seconds (truncated), so a task due at 12.9 s would otherwise run at 12.0 s: before its time.
+func NotBefore(at time.Time) time.Time {
+	t := at.Truncate(time.Second)
+	if t.Equal(at) {
+		return at
+	}
+	return t.Add(time.Second)
+}

@@ -120,8 +120,26 @@ func (c *Collection[T]) read(ctx context.Context, id string, fresh bool) (raw bs
 		return nil, false, fmt.Errorf("find %s %s: %w", c.coll.Name(), id, err)
 	}
 	raw = slices.Clone(raw)
-	c.remember(id, raw)
+	c.rememberRead(id, raw)
 	return raw, true, nil
+}
+
+// rememberRead caches a document just read from the store, unless the cache holds a newer
+// version of it: a write of this process may have landed while the read was in flight, and
+// the copy it cached must not be replaced by the older one the read returned.
+func (c *Collection[T]) rememberRead(id string, raw bson.Raw) {
+	if c.cache == nil {
+		return
+	}
+	if cached, ok := c.cache.Get(id); ok && versionOf(cached) > versionOf(raw) {
+		return
+	}
+	c.cache.Put(id, raw)
+}
+
+func versionOf(raw bson.Raw) int64 {
+	v, _ := raw.Lookup("version").AsInt64OK()
+	return v
 }
 
 func (c *Collection[T]) remember(id string, raw bson.Raw) {

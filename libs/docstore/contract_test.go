@@ -639,3 +639,59 @@ func TestOpenRecognisesTheEmbeddedStore(t *testing.T) {
 		t.Fatal("the embedded store was taken for MongoDB")
 	}
 }
+
+// A function's refusal decided on a cached copy is checked against the stored document: the
+// copy may be stale (another process's write), and only the stored state may refuse a change.
+func TestRefusalOfAStaleCachedCopy(t *testing.T) {
+	eachStrategy(t, func(t *testing.T, s strategy) {
+		raw := testkit.MongoDatabase(t)
+		cached, other := newEnv(t, s, raw, 100), newEnv(t, s, raw, 0)
+		ctx := t.Context()
+		if _, err := cached.coll.Insert(ctx, account{Meta: docstore.Meta{ID: "acc_1"}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := other.coll.Update(ctx, "acc_1", func(a *account) error { a.Balance = 5; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		errEmpty := errors.New("empty account")
+		calls := 0
+		got, err := cached.coll.Update(ctx, "acc_1", func(a *account) error {
+			calls++
+			if a.Balance == 0 {
+				return errEmpty
+			}
+			a.Balance--
+			return nil
+		})
+		if err != nil || got.Balance != 4 || calls != 2 {
+			t.Fatalf("update refused on the stale copy = %+v, %v after %d calls; want balance 4 after a second call on the stored document", got, err, calls)
+		}
+		if _, err := cached.coll.Update(ctx, "acc_1", func(a *account) error { return errEmpty }); !errors.Is(err, errEmpty) {
+			t.Fatalf("a refusal of the stored document = %v; want it returned", err)
+		}
+	})
+}
+
+// A read from the store that returns an older version than the cache holds (a write of this
+// process landed while the read was in flight) leaves the newer copy in the cache.
+func TestReadRacingAWriteKeepsTheNewerCopy(t *testing.T) {
+	eachStrategy(t, func(t *testing.T, s strategy) {
+		e := newEnv(t, s, testkit.MongoDatabase(t), 100)
+		ctx := t.Context()
+		if _, err := e.coll.Insert(ctx, account{Meta: docstore.Meta{ID: "acc_1"}}); err != nil {
+			t.Fatal(err)
+		}
+		old, _ := e.stored(t, "acc_1")
+		if _, err := e.coll.Update(ctx, "acc_1", func(a *account) error { a.Balance = 7; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		oldRaw, err := bson.Marshal(old)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docstore.RememberRead(e.coll, "acc_1", oldRaw)
+		if got, err := e.coll.Cached(ctx, "acc_1"); err != nil || got.Balance != 7 || got.Version != 2 {
+			t.Fatalf("cache after a late read of version 1 = %+v, %v; want version 2", got, err)
+		}
+	})
+}

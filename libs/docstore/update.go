@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -155,6 +156,11 @@ func (c *Collection[T]) attempt(ctx context.Context, id string, batch []*op[T], 
 		if last, err = bson.Marshal(&doc); err != nil {
 			return false, fmt.Errorf("encode %s %s: %w", c.coll.Name(), id, err)
 		}
+	}
+	if !fresh && c.cache != nil && slices.ContainsFunc(batch, func(o *op[T]) bool { return o.err != nil }) {
+		// A function refused the copy from the cache, which may be stale (another process's
+		// write): only the stored document may refuse a change, so read it and apply again.
+		return false, nil
 	}
 	if len(raised) == 0 && bytes.Equal(last, base) {
 		c.results(batch, doc, last)

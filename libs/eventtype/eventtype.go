@@ -32,14 +32,15 @@ const (
 	CollectionCaseClosed  = "collection_case.closed"
 	CaseFileCreated       = "case_file.created"
 
-	PaymentRequestCreated    = "payment_request.created"
-	PaymentRequestProcessing = "payment_request.processing"
-	PaymentRequestRetrying   = "payment_request.retrying"
-	PaymentRequestSucceeded  = "payment_request.succeeded"
-	PaymentRequestFailed     = "payment_request.failed"
-	PaymentRequestCancelled  = "payment_request.cancelled"
-	PaymentAgreementCreated  = "payment_agreement.created"
-	PaymentAgreementUpdated  = "payment_agreement.updated"
+	PaymentRequestCreated     = "payment_request.created"
+	PaymentRequestProcessing  = "payment_request.processing"
+	PaymentRequestRetrying    = "payment_request.retrying"
+	PaymentRequestSucceeded   = "payment_request.succeeded"
+	PaymentRequestFailed      = "payment_request.failed"
+	PaymentRequestCancelled   = "payment_request.cancelled"
+	PaymentAgreementCreated   = "payment_agreement.created"
+	PaymentAgreementUpdated   = "payment_agreement.updated"
+	PaymentAgreementCancelled = "payment_agreement.cancelled"
 )
 
 var all = []string{
@@ -50,6 +51,7 @@ var all = []string{
 	CollectionCaseCreated, CollectionCaseUpdated, CollectionCaseClosed, CaseFileCreated,
 	PaymentRequestCreated, PaymentRequestProcessing, PaymentRequestRetrying, PaymentRequestSucceeded,
 	PaymentRequestFailed, PaymentRequestCancelled, PaymentAgreementCreated, PaymentAgreementUpdated,
+	PaymentAgreementCancelled,
 }
 
 // All returns every known type, sorted.

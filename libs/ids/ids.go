@@ -23,6 +23,7 @@ const (
 	CollectionCase      = "dc_"
 	PaymentRequest      = "preq_"
 	PaymentAgreement    = "pa_"
+	PaymentMethod       = "pm_"
 	WebhookEndpoint     = "we_"
 	Event               = "evt_"
 	File                = "file_"

@@ -60,3 +60,18 @@ func MetadataEntry(param, key, value string) error {
 	}
 	return nil
 }
+
+// NewMetadata checks the metadata hash of a create (as Metadata) and returns what is stored: a
+// key whose value is empty is left out, as an update would remove it. The result is never nil.
+func NewMetadata(param string, m map[string]string) (map[string]string, error) {
+	if err := Metadata(param, m); err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		if v != "" {
+			out[k] = v
+		}
+	}
+	return out, nil
+}

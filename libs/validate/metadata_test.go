@@ -134,3 +134,16 @@ func FuzzMetadataEntry(f *testing.F) {
 		}
 	})
 }
+
+func TestNewMetadata(t *testing.T) {
+	got, err := NewMetadata("metadata", map[string]string{"plan": "pro", "gone": ""})
+	if err != nil || len(got) != 1 || got["plan"] != "pro" {
+		t.Fatalf("NewMetadata = %v, %v; want only plan=pro", got, err)
+	}
+	if got, err := NewMetadata("metadata", nil); err != nil || got == nil || len(got) != 0 {
+		t.Fatalf("NewMetadata(nil) = %#v, %v; want an empty, non-nil map", got, err)
+	}
+	if _, err := NewMetadata("metadata", map[string]string{"a[b]": "x"}); err == nil {
+		t.Fatal("NewMetadata accepted a key with brackets")
+	}
+}

@@ -72,7 +72,7 @@ const (
 // Not kept: rate-limit windows and failed-authentication counters (rate:…), which start
 // afresh (at worst one burst more is let through), and the locks of requests in flight
 // (gw:idemlock:…), of which a clean stop leaves none: the gateway finishes its requests first.
-var keptRedis = []string{"gw:idem:", "asynq:"}
+var keptRedis = []string{"gw:idem:", "asynq:", "payments:"}
 
 // gatewaySettings are the gateway's, as Settings above.
 var gatewaySettings = []string{"GATEWAY_", "ADMIN_", "UPSTREAM_TIMEOUT", "BODY_LIMIT", "UPLOAD_BODY_LIMIT"}

@@ -50,22 +50,11 @@ func (s *Scheduler) Schedule(ctx context.Context, delivery string, attempt int, 
 		asynq.MaxRetry(maxInfraRetries), asynq.Timeout(s.timeout),
 	}
 	if time.Until(at) > 0 {
-		opts = append(opts, asynq.ProcessAt(notBefore(at)))
+		opts = append(opts, asynq.ProcessAt(asynqx.NotBefore(at)))
 	}
 	_, err := s.client.EnqueueContext(ctx, asynqx.NewTask(ctx, s.prop, tasks.TypeDeliver, p.Marshal(), opts...))
 	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
 		return fmt.Errorf("schedule %s: %w", p.ID(), err)
 	}
 	return nil
-}
-
-// notBefore rounds a due time up to the next whole second. asynq keeps scheduled times in whole
-// seconds (truncated), so a task due at 12.9 s would otherwise run at 12.0 s: a retry could go
-// out up to a second before its Retry-After or schedule allows.
-func notBefore(at time.Time) time.Time {
-	t := at.Truncate(time.Second)
-	if t.Equal(at) {
-		return at
-	}
-	return t.Add(time.Second)
 }

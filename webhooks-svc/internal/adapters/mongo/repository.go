@@ -6,7 +6,6 @@ package mongo
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -66,38 +65,28 @@ func (r *Repository) EnsureIndexes(ctx context.Context) error {
 }
 
 // document is the stored form. created is Unix seconds, the unit of the API and of the
-// created[gte]/[lte] filters of docstore's pages. Metadata is a list of pairs rather than a
-// subdocument because its keys are the client's: a key with a dot, a leading $ or a NUL is not
-// a valid field name on every store.
+// created[gte]/[lte] filters of docstore's pages.
 type document struct {
 	docstore.Meta         `bson:",inline"`
-	Account               string          `bson:"account"`
-	Livemode              bool            `bson:"livemode"`
-	URL                   string          `bson:"url"`
-	EnabledEvents         []string        `bson:"enabled_events"`
-	Status                string          `bson:"status"`
-	Secret                string          `bson:"secret"`
-	PreviousSecret        string          `bson:"previous_secret,omitempty"`
-	PreviousSecretExpires *time.Time      `bson:"previous_secret_expires,omitempty"`
-	APIVersion            string          `bson:"api_version"`
-	Description           string          `bson:"description,omitempty"`
-	Metadata              []metadataEntry `bson:"metadata"`
-	Created               int64           `bson:"created"`
-	FailingSince          *time.Time      `bson:"failing_since,omitempty"`
-}
-
-type metadataEntry struct {
-	Key   string `bson:"k"`
-	Value string `bson:"v"`
+	Account               string            `bson:"account"`
+	Livemode              bool              `bson:"livemode"`
+	URL                   string            `bson:"url"`
+	EnabledEvents         []string          `bson:"enabled_events"`
+	Status                string            `bson:"status"`
+	Secret                string            `bson:"secret"`
+	PreviousSecret        string            `bson:"previous_secret,omitempty"`
+	PreviousSecretExpires *time.Time        `bson:"previous_secret_expires,omitempty"`
+	APIVersion            string            `bson:"api_version"`
+	Description           string            `bson:"description,omitempty"`
+	Metadata              docstore.Metadata `bson:"metadata"`
+	Created               int64             `bson:"created"`
+	FailingSince          *time.Time        `bson:"failing_since,omitempty"`
 }
 
 // set stores e's state in d, and the events e raised in d's outbox.
 func (d *document) set(e *domain.Endpoint) {
 	s := e.State()
-	md := make([]metadataEntry, 0, len(s.Metadata))
-	for _, k := range slices.Sorted(maps.Keys(s.Metadata)) {
-		md = append(md, metadataEntry{Key: k, Value: s.Metadata[k]})
-	}
+	md := docstore.MetadataOf(s.Metadata)
 	d.ID, d.Account, d.Livemode = s.ID, s.Account, s.Livemode
 	d.URL, d.EnabledEvents, d.Status = s.URL, s.EnabledEvents, string(s.Status)
 	d.Secret, d.PreviousSecret, d.PreviousSecretExpires = s.Secret, s.PreviousSecret, docstore.TimePtr(s.PreviousSecretExpires)
@@ -107,10 +96,7 @@ func (d *document) set(e *domain.Endpoint) {
 }
 
 func (d document) endpoint() *domain.Endpoint {
-	md := make(map[string]string, len(d.Metadata))
-	for _, kv := range d.Metadata {
-		md[kv.Key] = kv.Value
-	}
+	md := d.Metadata.Map()
 	return domain.Rehydrate(domain.State{
 		ID:                    d.ID,
 		Account:               d.Account,

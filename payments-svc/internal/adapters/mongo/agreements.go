@@ -1,0 +1,221 @@
+// Package mongo stores payment agreements and payment requests in MongoDB, one document per
+// aggregate keyed by its id ("payment_agreements", "payment_requests"), each with its outbox of
+// events not yet published (kept by libs/docstore).
+package mongo
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"rentalplatform/libs/docstore"
+	"rentalplatform/libs/listing"
+	"rentalplatform/libs/outbox"
+
+	"rentalplatform/payments-svc/internal/domain"
+)
+
+// Collection names.
+const (
+	AgreementsCollection = "payment_agreements"
+	RequestsCollection   = "payment_requests"
+)
+
+// Agreements implements domain.AgreementRepository.
+type Agreements struct {
+	docs *docstore.Collection[agreementDoc]
+}
+
+var _ domain.AgreementRepository = (*Agreements)(nil)
+
+// NewAgreements returns the agreement store of db; relay publishes the events agreements raise.
+func NewAgreements(db *docstore.DB, relay *outbox.Relay) *Agreements {
+	return &Agreements{docs: docstore.NewCollection[agreementDoc](db, AgreementsCollection, docstore.Options{
+		NotFound: domain.AgreementNotFound,
+		Conflict: domain.ErrConflict,
+		Outbox:   relay,
+	})}
+}
+
+// AgreementIndexes are the indexes the agreement queries rely on: lists by account and mode
+// (and status), newest first; the reconciler's unfinished cascades.
+func AgreementIndexes() []mongo.IndexModel {
+	return []mongo.IndexModel{
+		{
+			Keys:    bson.D{{Key: "account", Value: 1}, {Key: "livemode", Value: 1}, {Key: "_id", Value: -1}},
+			Options: options.Index().SetName("account_livemode_id"),
+		},
+		{
+			Keys:    bson.D{{Key: "account", Value: 1}, {Key: "livemode", Value: 1}, {Key: "status", Value: 1}, {Key: "_id", Value: -1}},
+			Options: options.Index().SetName("account_livemode_status_id"),
+		},
+		{
+			Keys:    bson.D{{Key: "cascading", Value: 1}},
+			Options: options.Index().SetName("cascading").SetSparse(true),
+		},
+	}
+}
+
+// EnsureIndexes declares AgreementIndexes.
+func (r *Agreements) EnsureIndexes(ctx context.Context) error {
+	return r.docs.EnsureIndexes(ctx, AgreementIndexes()...)
+}
+
+// agreementDoc is the stored form; created is Unix seconds (the API's unit and docstore's
+// created filters'). The method tokens are stored whole: they are the processor's references,
+// and the API shows only their last four characters.
+type agreementDoc struct {
+	docstore.Meta `bson:",inline"`
+	Account       string            `bson:"account"`
+	Livemode      bool              `bson:"livemode"`
+	Status        string            `bson:"status"`
+	TenantName    string            `bson:"tenant_name"`
+	TenantEmail   string            `bson:"tenant_email"`
+	Methods       []methodDoc       `bson:"payment_methods"`
+	Acceptance    *acceptanceDoc    `bson:"acceptance,omitempty"`
+	Metadata      docstore.Metadata `bson:"metadata"`
+	Created       int64             `bson:"created"`
+	CancelledAt   *time.Time        `bson:"cancelled_at,omitempty"`
+	Cascading     bool              `bson:"cascading,omitempty"`
+}
+
+type methodDoc struct {
+	ID          string `bson:"id"`
+	Type        string `bson:"type"`
+	Token       string `bson:"token"`
+	Preferred   bool   `bson:"preferred"`
+	Status      string `bson:"status"`
+	FailureCode string `bson:"failure_code,omitempty"`
+}
+
+type acceptanceDoc struct {
+	AcceptedAt time.Time `bson:"accepted_at"`
+	IPAddress  string    `bson:"ip_address,omitempty"`
+	UserAgent  string    `bson:"user_agent,omitempty"`
+}
+
+func (d *agreementDoc) set(a *domain.Agreement) {
+	s := a.State()
+	d.ID, d.Account, d.Livemode, d.Status = s.ID, s.Account, s.Livemode, string(s.Status)
+	d.TenantName, d.TenantEmail = s.Tenant.Name, s.Tenant.Email
+	d.Methods = make([]methodDoc, len(s.Methods))
+	for i, m := range s.Methods {
+		d.Methods[i] = methodDoc{ID: m.ID, Type: string(m.Type), Token: m.Token, Preferred: m.Preferred, Status: string(m.Status), FailureCode: m.FailureCode}
+	}
+	d.Acceptance = nil
+	if s.Acceptance != nil {
+		d.Acceptance = &acceptanceDoc{AcceptedAt: s.Acceptance.AcceptedAt.UTC(), IPAddress: s.Acceptance.IPAddress, UserAgent: s.Acceptance.UserAgent}
+	}
+	d.Metadata, d.Created = docstore.MetadataOf(s.Metadata), s.Created.Unix()
+	d.CancelledAt, d.Cascading = docstore.TimePtr(s.CancelledAt), s.Cascading
+	d.Raise(a.NewEvents()...)
+}
+
+func (d agreementDoc) agreement() *domain.Agreement {
+	methods := make([]domain.Method, len(d.Methods))
+	for i, m := range d.Methods {
+		methods[i] = domain.Method{ID: m.ID, Type: domain.MethodType(m.Type), Token: m.Token, Preferred: m.Preferred,
+			Status: domain.MethodStatus(m.Status), FailureCode: m.FailureCode}
+	}
+	var acc *domain.Acceptance
+	if d.Acceptance != nil {
+		acc = &domain.Acceptance{AcceptedAt: d.Acceptance.AcceptedAt.UTC(), IPAddress: d.Acceptance.IPAddress, UserAgent: d.Acceptance.UserAgent}
+	}
+	return domain.RehydrateAgreement(domain.AgreementState{
+		ID: d.ID, Account: d.Account, Livemode: d.Livemode, Status: domain.AgreementStatus(d.Status),
+		Tenant: domain.Tenant{Name: d.TenantName, Email: d.TenantEmail}, Methods: methods, Acceptance: acc,
+		Metadata: d.Metadata.Map(), Created: time.Unix(d.Created, 0), CancelledAt: docstore.TimeOf(d.CancelledAt),
+		Cascading: d.Cascading,
+	})
+}
+
+// Create implements domain.AgreementRepository.
+func (r *Agreements) Create(ctx context.Context, a *domain.Agreement) error {
+	var d agreementDoc
+	d.set(a)
+	created, err := r.docs.Insert(ctx, d)
+	if err != nil {
+		return fmt.Errorf("insert payment agreement: %w", err)
+	}
+	if !created {
+		return fmt.Errorf("insert payment agreement: %s is stored already", a.ID())
+	}
+	return nil
+}
+
+// Get implements domain.AgreementRepository. It reads by _id alone (a primary-key read on
+// every store) and checks the owner in code: account and mode never change.
+func (r *Agreements) Get(ctx context.Context, id, account string, livemode bool) (*domain.Agreement, error) {
+	d, err := r.docs.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if d.Account != account || d.Livemode != livemode {
+		return nil, domain.AgreementNotFound(id)
+	}
+	return d.agreement(), nil
+}
+
+// Load implements domain.AgreementRepository.
+func (r *Agreements) Load(ctx context.Context, id string) (*domain.Agreement, error) {
+	d, err := r.docs.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return d.agreement(), nil
+}
+
+// Update implements domain.AgreementRepository.
+func (r *Agreements) Update(ctx context.Context, id, account string, livemode bool, fn func(*domain.Agreement) error) (*domain.Agreement, error) {
+	var out *domain.Agreement
+	_, err := r.docs.Update(ctx, id, func(d *agreementDoc) error {
+		if account != "" && (d.Account != account || d.Livemode != livemode) {
+			return domain.AgreementNotFound(id)
+		}
+		a := d.agreement()
+		if err := fn(a); err != nil {
+			return err
+		}
+		out = a
+		d.set(a)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// List implements domain.AgreementRepository.
+func (r *Agreements) List(ctx context.Context, account string, livemode bool, f domain.AgreementFilter, p listing.Params) ([]*domain.Agreement, bool, error) {
+	filter := bson.D{{Key: "account", Value: account}, {Key: "livemode", Value: livemode}}
+	if f.Status != "" {
+		filter = append(filter, bson.E{Key: "status", Value: string(f.Status)})
+	}
+	docs, hasMore, err := r.docs.Page(ctx, filter, p)
+	if err != nil {
+		return nil, false, err
+	}
+	out := make([]*domain.Agreement, len(docs))
+	for i, d := range docs {
+		out[i] = d.agreement()
+	}
+	return out, hasMore, nil
+}
+
+// Cascading implements domain.AgreementRepository.
+func (r *Agreements) Cascading(ctx context.Context, limit int) ([]*domain.Agreement, error) {
+	docs, err := r.docs.Find(ctx, bson.D{{Key: "cascading", Value: true}}, options.Find().SetLimit(int64(limit)))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*domain.Agreement, len(docs))
+	for i, d := range docs {
+		out[i] = d.agreement()
+	}
+	return out, nil
+}

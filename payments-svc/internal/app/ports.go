@@ -1,0 +1,58 @@
+package app
+
+import (
+	"context"
+	"time"
+
+	"rentalplatform/payments-svc/internal/domain"
+)
+
+// Charge is one charge of one method for one attempt of a request.
+type Charge struct {
+	// IdempotencyKey is "<request>:<attempt>:<method>": charging it again returns the first
+	// charge's outcome and never charges twice.
+	IdempotencyKey string
+	Request        string
+	Attempt        int
+	Method         string
+	Type           domain.MethodType
+	Token          string
+	Amount         int64
+	Currency       string
+}
+
+// ChargeResult is the processor's answer to a charge.
+type ChargeResult struct {
+	Succeeded bool
+	// FailureCode is the processor's decline code ("insufficient_funds", "declined").
+	FailureCode string
+	// Hard: the method itself is refused (a hard decline); later attempts skip it.
+	Hard bool
+}
+
+// Processor charges payment methods: the simulator in test mode, a real processor's adapter
+// in live mode.
+type Processor interface {
+	// CheckToken returns an error message when the processor cannot charge token as a method
+	// of type t ("" when it can).
+	CheckToken(t domain.MethodType, token string) string
+	// Charge charges once per idempotency key. An error means the outcome is unknown (the
+	// processor did not answer); the same charge is made again later with the same key.
+	Charge(ctx context.Context, c Charge) (ChargeResult, error)
+}
+
+// Scheduler runs collection attempts at their time: the task of attempt n of a request is
+// scheduled at most once at a time.
+type Scheduler interface {
+	// Schedule queues attempt n of the request to run at at (at once when at has passed).
+	// Scheduling an attempt that is queued already changes nothing.
+	Schedule(ctx context.Context, request string, n int, at time.Time) error
+	// RunNow makes the queued attempt run now, queueing it when it is missing.
+	RunNow(ctx context.Context, request string, n int) error
+	// Unschedule removes the queued attempt, if any.
+	Unschedule(ctx context.Context, request string, n int) error
+	// Lost reports whether the queue lost its data (a flush or a restart without persistence)
+	// since the last call, and on the first call whether it holds nothing of this service:
+	// then every open request's attempt is scheduled again.
+	Lost(ctx context.Context) (bool, error)
+}

@@ -1,0 +1,60 @@
+package domain
+
+import (
+	"context"
+	"time"
+
+	"rentalplatform/libs/listing"
+)
+
+// AgreementFilter narrows an agreement list; zero fields do not filter.
+type AgreementFilter struct {
+	Status AgreementStatus
+}
+
+// AgreementRepository stores agreements. Methods taking an account and mode are scoped to
+// them: another account's or mode's agreement is AgreementNotFound, never returned. The events
+// an agreement raised (NewEvents) are stored with it, in the same write, in its outbox.
+type AgreementRepository interface {
+	Create(ctx context.Context, a *Agreement) error
+	// Get returns the caller's agreement, read from the store (never from a cache: a request
+	// is only charged against an agreement known to be active).
+	Get(ctx context.Context, id, account string, livemode bool) (*Agreement, error)
+	// Load is Get for the engine, whatever the owner.
+	Load(ctx context.Context, id string) (*Agreement, error)
+	// Update reads the agreement, passes it to fn and stores the result unless fn fails (then
+	// nothing is stored and fn's error is returned). fn may run more than once, so it only
+	// changes the agreement it is given. An empty account skips the owner check (the engine).
+	Update(ctx context.Context, id, account string, livemode bool, fn func(*Agreement) error) (*Agreement, error)
+	List(ctx context.Context, account string, livemode bool, f AgreementFilter, p listing.Params) ([]*Agreement, bool, error)
+	// Cascading returns up to limit cancelled agreements whose requests may not all be
+	// cancelled yet.
+	Cascading(ctx context.Context, limit int) ([]*Agreement, error)
+}
+
+// RequestFilter narrows a request list; zero fields do not filter.
+type RequestFilter struct {
+	Agreement string
+	Status    Status
+}
+
+// RequestRepository stores payment requests, as AgreementRepository stores agreements.
+type RequestRepository interface {
+	// Create stores new requests, all in one write.
+	Create(ctx context.Context, rs []*Request) error
+	Get(ctx context.Context, id, account string, livemode bool) (*Request, error)
+	// Load is Get for the engine, whatever the owner.
+	Load(ctx context.Context, id string) (*Request, error)
+	// Update is as AgreementUpdate's; an empty account skips the owner check (the engine).
+	Update(ctx context.Context, id, account string, livemode bool, fn func(*Request) error) (*Request, error)
+	List(ctx context.Context, account string, livemode bool, f RequestFilter, p listing.Params) ([]*Request, bool, error)
+	// OpenFor returns the pending and processing requests of an agreement.
+	OpenFor(ctx context.Context, agreement string) ([]*Request, error)
+	// Overdue returns up to limit open requests whose attempt was due at or before dueBefore
+	// and is not claimed, or whose claim was taken at or before claimedBefore (its worker
+	// died): attempts whose task may have been lost.
+	Overdue(ctx context.Context, dueBefore, claimedBefore time.Time, limit int) ([]*Request, error)
+	// Open returns up to limit open requests with ids after the given one, in id order: the
+	// reconciler's full pass.
+	Open(ctx context.Context, after string, limit int) ([]*Request, error)
+}

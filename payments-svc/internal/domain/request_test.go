@@ -1,0 +1,268 @@
+package domain
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"rentalplatform/libs/domainerr"
+)
+
+const ttl = 90 * time.Second
+
+func validRequest() NewRequestParams {
+	return NewRequestParams{ID: "preq_1", Account: "acct_1", Created: created, Agreement: "pa_1",
+		Amount: ptr(int64(12500)), Currency: ptr("EUR"), Description: ptr("November rent")}
+}
+
+func newRequest(t *testing.T) *Request {
+	t.Helper()
+	r, err := NewRequest(validRequest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestNewRequestValidation(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		prefix      string
+		change      func(*NewRequestParams)
+		code, param string
+	}{
+		{"no amount", "", func(p *NewRequestParams) { p.Amount = nil }, "parameter_missing", "amount"},
+		{"zero amount", "", func(p *NewRequestParams) { p.Amount = ptr(int64(0)) }, "parameter_invalid", "amount"},
+		{"negative amount", "", func(p *NewRequestParams) { p.Amount = ptr(int64(-5)) }, "parameter_invalid", "amount"},
+		{"huge amount", "", func(p *NewRequestParams) { p.Amount = ptr(int64(MaxAmount + 1)) }, "parameter_invalid", "amount"},
+		{"no currency", "", func(p *NewRequestParams) { p.Currency = nil }, "parameter_missing", "currency"},
+		{"bad currency", "", func(p *NewRequestParams) { p.Currency = ptr("eu") }, "parameter_invalid", "currency"},
+		{"unknown currency", "requests[3].", func(p *NewRequestParams) { p.Currency = ptr("xyz") }, "parameter_invalid", "requests[3].currency"},
+		{"long description", "", func(p *NewRequestParams) { p.Description = ptr(string(make([]rune, MaxDescriptionLen+1))) }, "parameter_invalid", "description"},
+		{"control character", "", func(p *NewRequestParams) { p.Description = ptr("rent\x00") }, "parameter_invalid", "description"},
+		{"bad metadata in bulk", "requests[0].", func(p *NewRequestParams) { p.Metadata = map[string]string{"": "x"} }, "parameter_invalid", "requests[0].metadata"},
+		{"bad amount in bulk", "requests[12].", func(p *NewRequestParams) { p.Amount = ptr(int64(0)) }, "parameter_invalid", "requests[12].amount"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := validRequest()
+			p.Param = tc.prefix
+			tc.change(&p)
+			_, err := NewRequest(p)
+			e := domainerr.As(err)
+			if e == nil || e.Code != tc.code || e.Param != tc.param {
+				t.Fatalf("NewRequest = %v; want %s naming %s", err, tc.code, tc.param)
+			}
+		})
+	}
+}
+
+func TestNewRequestIsPendingWithAttemptOneDueNow(t *testing.T) {
+	r := newRequest(t)
+	n, due := r.Scheduled()
+	if r.Status() != StatusPending || r.Attempts() != 0 || r.Currency() != "eur" || n != 1 || !due.Equal(created) ||
+		!r.NextRetryAt().IsZero() || r.MethodUsed() != "" || r.FailureReason() != "" || r.StopReason() != "" {
+		t.Fatalf("new request %+v", r.State())
+	}
+}
+
+func try(n int, method string, ok bool, code string, at time.Time) Try {
+	return Try{Attempt: n, Method: method, Succeeded: ok, FailureCode: code, At: at}
+}
+
+// The schedule, attempt by attempt, with a fake clock: attempt 2 is due 24 h after attempt 1's
+// last failure, attempt 3 72 h after attempt 2's, and attempt 3's failure fails the request.
+func TestScheduleOfFailedAttempts(t *testing.T) {
+	r := newRequest(t)
+	now := created.Add(300 * time.Millisecond)
+	for n := 1; n <= MaxAttempts; n++ {
+		started, err := r.ClaimAttempt(n, "tok", now, ttl)
+		if err != nil || started != (n == 1) {
+			t.Fatalf("claim %d: started %v, %v", n, started, err)
+		}
+		if r.Status() != StatusProcessing || !r.NextRetryAt().IsZero() || !r.Claimed() {
+			t.Fatalf("claimed %d: %+v", n, r.State())
+		}
+		failedAt := now.Add(2 * time.Second)
+		out, err := r.Record(n, "tok", []Try{try(n, "pm_a", false, "insufficient_funds", now.Add(time.Second)),
+			try(n, "pm_b", false, "insufficient_funds", failedAt)}, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Attempts() != n || len(r.Tries()) != 2*n || r.Claimed() {
+			t.Fatalf("after attempt %d: %+v", n, r.State())
+		}
+		if n == MaxAttempts {
+			if out != OutcomeFailed || r.Status() != StatusFailed || r.FailureReason() != "insufficient_funds" ||
+				r.StopReason() != StopAttemptsExhausted || !r.NextRetryAt().IsZero() {
+				t.Fatalf("after the last attempt: %v %+v", out, r.State())
+			}
+			if next, _ := r.Scheduled(); next != 0 {
+				t.Fatalf("a closed request still schedules attempt %d", next)
+			}
+			break
+		}
+		want := failedAt.Add(RetryDelay(n)).Truncate(time.Second)
+		next, due := r.Scheduled()
+		if out != OutcomeRetrying || next != n+1 || !due.Equal(want) || !r.NextRetryAt().Equal(want) || r.Status() != StatusProcessing {
+			t.Fatalf("after attempt %d: %v next %d due %v; want %v", n, out, next, due, want)
+		}
+		if _, err := r.ClaimAttempt(n+1, "tok", due.Add(-time.Second), ttl); !errors.Is(err, ErrAttemptNotDue) {
+			t.Fatalf("claim before due: %v", err)
+		}
+		now = due
+	}
+	if RetryDelay(1) != 24*time.Hour || RetryDelay(2) != 72*time.Hour {
+		t.Fatal("the spec's schedule is +24 h, then +72 h")
+	}
+}
+
+func TestRecordOutcomes(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		tries      []Try
+		usableLeft bool
+		outcome    Outcome
+		status     Status
+		stop       StopReason
+		failure    string
+		used       string
+	}{
+		{"first method succeeds", []Try{try(1, "pm_a", true, "", created)}, true, OutcomeSucceeded, StatusSucceeded, StopSucceeded, "", "pm_a"},
+		{"fallback succeeds", []Try{try(1, "pm_a", false, "declined", created), try(1, "pm_b", true, "", created)}, true, OutcomeSucceeded, StatusSucceeded, StopSucceeded, "", "pm_b"},
+		{"all fail, retry", []Try{try(1, "pm_a", false, "insufficient_funds", created)}, true, OutcomeRetrying, StatusProcessing, "", "", ""},
+		{"the only method hard-declined", []Try{try(1, "pm_a", false, "declined", created)}, false, OutcomeFailed, StatusFailed, StopNoUsableMethod, "declined", ""},
+		{"nothing to charge", nil, false, OutcomeFailed, StatusFailed, StopNoUsableMethod, FailureNoUsableMethod, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRequest(t)
+			if _, err := r.ClaimAttempt(1, "tok", created, ttl); err != nil {
+				t.Fatal(err)
+			}
+			out, err := r.Record(1, "tok", tc.tries, tc.usableLeft)
+			if err != nil || out != tc.outcome || r.Status() != tc.status || r.StopReason() != tc.stop ||
+				r.FailureReason() != tc.failure || r.MethodUsed() != tc.used {
+				t.Fatalf("Record = %v, %v; request %+v", out, err, r.State())
+			}
+		})
+	}
+}
+
+func TestClaims(t *testing.T) {
+	r := newRequest(t)
+	if _, err := r.ClaimAttempt(2, "a", created, ttl); !errors.Is(err, ErrAttemptObsolete) {
+		t.Fatalf("claim of an attempt not scheduled: %v", err)
+	}
+	if _, err := r.ClaimAttempt(1, "a", created, ttl); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.ClaimAttempt(1, "b", created.Add(ttl-time.Second), ttl); !errors.Is(err, ErrAttemptInProgress) {
+		t.Fatalf("a second run while the claim is fresh: %v", err)
+	}
+	// The first run died: once its claim is stale the next run takes it over, and the first
+	// run's record, should it come back, is refused.
+	if _, err := r.ClaimAttempt(1, "b", created.Add(ttl), ttl); err != nil {
+		t.Fatalf("take-over of a stale claim: %v", err)
+	}
+	if _, err := r.Record(1, "a", []Try{try(1, "pm_a", true, "", created)}, true); !errors.Is(err, ErrAttemptObsolete) {
+		t.Fatalf("record under a lost claim: %v", err)
+	}
+	if out, err := r.Record(1, "b", []Try{try(1, "pm_a", true, "", created)}, true); err != nil || out != OutcomeSucceeded {
+		t.Fatalf("record of the run holding the claim: %v %v", out, err)
+	}
+	if _, err := r.ClaimAttempt(1, "c", created.Add(time.Hour), ttl); !errors.Is(err, ErrAttemptObsolete) {
+		t.Fatalf("claim of a closed request: %v", err)
+	}
+}
+
+func TestCancel(t *testing.T) {
+	at := created.Add(time.Minute)
+	pending := func(t *testing.T) *Request { return newRequest(t) }
+	claimed := func(t *testing.T) *Request {
+		r := newRequest(t)
+		if _, err := r.ClaimAttempt(1, "tok", created, ttl); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	recorded := func(tries []Try, usable bool) func(t *testing.T) *Request {
+		return func(t *testing.T) *Request {
+			r := claimed(t)
+			if _, err := r.Record(1, "tok", tries, usable); err != nil {
+				t.Fatal(err)
+			}
+			return r
+		}
+	}
+	waiting := recorded([]Try{try(1, "pm_a", false, "insufficient_funds", created)}, true)
+	succeeded := recorded([]Try{try(1, "pm_a", true, "", created)}, true)
+	failed := recorded(nil, false)
+	for _, tc := range []struct {
+		name    string
+		request func(*testing.T) *Request
+		changed bool
+		err     error
+	}{
+		{"pending", pending, true, nil},
+		{"processing, waiting for a retry", waiting, true, nil},
+		{"processing, an attempt charging", claimed, false, ErrAttemptInProgress},
+		{"succeeded", succeeded, false, domainerr.New(domainerr.Invalid, domainerr.CodeInvalidState, "", "")},
+		{"failed", failed, false, domainerr.New(domainerr.Invalid, domainerr.CodeInvalidState, "", "")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := tc.request(t)
+			before := r.State()
+			changed, err := r.Cancel(StopCancelled, at)
+			if changed != tc.changed || (tc.err == nil) != (err == nil) || (tc.err != nil && !errors.Is(err, tc.err)) {
+				t.Fatalf("Cancel = %v, %v; want %v, %v", changed, err, tc.changed, tc.err)
+			}
+			if !changed {
+				if r.State().Status != before.Status {
+					t.Fatal("a refused cancel changed the request")
+				}
+				return
+			}
+			n, _ := r.Scheduled()
+			if r.Status() != StatusCancelled || r.StopReason() != StopCancelled || !r.CancelledAt().Equal(at) || n != 0 || !r.NextRetryAt().IsZero() {
+				t.Fatalf("cancelled: %+v", r.State())
+			}
+			if again, err := r.Cancel(StopAgreementCancelled, at.Add(time.Hour)); again || err != nil || r.StopReason() != StopCancelled {
+				t.Fatalf("second cancel = %v, %v, reason %s; want unchanged", again, err, r.StopReason())
+			}
+		})
+	}
+}
+
+func TestAdvance(t *testing.T) {
+	r := newRequest(t)
+	if _, err := r.Advance(created); domainerr.CodeOf(err) != domainerr.CodeInvalidState {
+		t.Fatalf("advance of a pending request: %v", err)
+	}
+	if _, err := r.ClaimAttempt(1, "tok", created, ttl); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Advance(created); domainerr.CodeOf(err) != domainerr.CodeInvalidState {
+		t.Fatalf("advance while an attempt charges: %v", err)
+	}
+	if _, err := r.Record(1, "tok", []Try{try(1, "pm_a", false, "insufficient_funds", created)}, true); err != nil {
+		t.Fatal(err)
+	}
+	now := created.Add(time.Hour)
+	n, err := r.Advance(now)
+	if next, due := r.Scheduled(); err != nil || n != 2 || next != 2 || !due.Equal(now) || !r.NextRetryAt().Equal(now) {
+		t.Fatalf("Advance = %d, %v; scheduled %d at %v", n, err, next, due)
+	}
+	if _, err := r.ClaimAttempt(2, "tok2", now, ttl); err != nil {
+		t.Fatalf("the advanced attempt is due: %v", err)
+	}
+}
+
+func TestRehydrateRequestKeepsEveryField(t *testing.T) {
+	r := newRequest(t)
+	if _, err := r.ClaimAttempt(1, "tok", created, ttl); err != nil {
+		t.Fatal(err)
+	}
+	s := RehydrateRequest(r.State()).State()
+	if s.Claim == nil || s.Claim.Token != "tok" || s.Status != StatusProcessing || s.NextAttempt != 1 || s.Amount != 12500 {
+		t.Fatalf("rehydrated %+v", s)
+	}
+}
