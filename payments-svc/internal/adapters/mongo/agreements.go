@@ -98,6 +98,10 @@ type acceptanceDoc struct {
 	UserAgent  string    `bson:"user_agent,omitempty"`
 }
 
+func (d agreementDoc) ownedBy(account string, livemode bool) bool {
+	return d.Account == account && d.Livemode == livemode
+}
+
 func (d *agreementDoc) set(a *domain.Agreement) {
 	s := a.State()
 	d.ID, d.Account, d.Livemode, d.Status = s.ID, s.Account, s.Livemode, string(s.Status)
@@ -147,15 +151,11 @@ func (r *Agreements) Create(ctx context.Context, a *domain.Agreement) error {
 	return nil
 }
 
-// Get implements domain.AgreementRepository. It reads by _id alone (a primary-key read on
-// every store) and checks the owner in code: account and mode never change.
+// Get implements domain.AgreementRepository.
 func (r *Agreements) Get(ctx context.Context, id, account string, livemode bool) (*domain.Agreement, error) {
-	d, err := r.docs.Get(ctx, id)
+	d, err := getOwned(ctx, r.docs, id, account, livemode, domain.AgreementNotFound)
 	if err != nil {
 		return nil, err
-	}
-	if d.Account != account || d.Livemode != livemode {
-		return nil, domain.AgreementNotFound(id)
 	}
 	return d.agreement(), nil
 }
@@ -171,23 +171,7 @@ func (r *Agreements) Load(ctx context.Context, id string) (*domain.Agreement, er
 
 // Update implements domain.AgreementRepository.
 func (r *Agreements) Update(ctx context.Context, id, account string, livemode bool, fn func(*domain.Agreement) error) (*domain.Agreement, error) {
-	var out *domain.Agreement
-	_, err := r.docs.Update(ctx, id, func(d *agreementDoc) error {
-		if account != "" && (d.Account != account || d.Livemode != livemode) {
-			return domain.AgreementNotFound(id)
-		}
-		a := d.agreement()
-		if err := fn(a); err != nil {
-			return err
-		}
-		out = a
-		d.set(a)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return updateOwned(ctx, r.docs, id, account, livemode, domain.AgreementNotFound, agreementDoc.agreement, (*agreementDoc).set, fn)
 }
 
 // List implements domain.AgreementRepository.

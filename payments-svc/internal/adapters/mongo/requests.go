@@ -109,6 +109,10 @@ type claimDoc struct {
 	At      time.Time `bson:"at"`
 }
 
+func (d requestDoc) ownedBy(account string, livemode bool) bool {
+	return d.Account == account && d.Livemode == livemode
+}
+
 func (d *requestDoc) set(r *domain.Request) {
 	s := r.State()
 	d.ID, d.Account, d.Livemode, d.Agreement = s.ID, s.Account, s.Livemode, s.Agreement
@@ -171,14 +175,11 @@ func (r *Requests) Create(ctx context.Context, rs []*domain.Request) error {
 	return nil
 }
 
-// Get implements domain.RequestRepository: a read by _id, the owner checked in code.
+// Get implements domain.RequestRepository.
 func (r *Requests) Get(ctx context.Context, id, account string, livemode bool) (*domain.Request, error) {
-	d, err := r.docs.Get(ctx, id)
+	d, err := getOwned(ctx, r.docs, id, account, livemode, domain.RequestNotFound)
 	if err != nil {
 		return nil, err
-	}
-	if d.Account != account || d.Livemode != livemode {
-		return nil, domain.RequestNotFound(id)
 	}
 	return d.request(), nil
 }
@@ -195,23 +196,7 @@ func (r *Requests) Load(ctx context.Context, id string) (*domain.Request, error)
 
 // Update implements domain.RequestRepository.
 func (r *Requests) Update(ctx context.Context, id, account string, livemode bool, fn func(*domain.Request) error) (*domain.Request, error) {
-	var out *domain.Request
-	_, err := r.docs.Update(ctx, id, func(d *requestDoc) error {
-		if account != "" && (d.Account != account || d.Livemode != livemode) {
-			return domain.RequestNotFound(id)
-		}
-		q := d.request()
-		if err := fn(q); err != nil {
-			return err
-		}
-		out = q
-		d.set(q)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return updateOwned(ctx, r.docs, id, account, livemode, domain.RequestNotFound, requestDoc.request, (*requestDoc).set, fn)
 }
 
 // List implements domain.RequestRepository.
