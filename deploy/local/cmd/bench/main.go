@@ -45,6 +45,8 @@ type settings struct {
 	eventRate    int
 	deliveryRate int
 	only         string
+	payRequests  int // payments (a): requests created in bulk and collected
+	payRetries   int // payments (c): scheduled retries held in Redis
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
@@ -56,10 +58,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	fs.DurationVar(&s.warmup, "warmup", 2*time.Second, "unmeasured load before each run")
 	fs.IntVar(&s.eventRate, "event-rate", 200, "events/s for the event-to-delivery latency run")
 	fs.IntVar(&s.deliveryRate, "delivery-rate", 1500, "deliveries/s offered in the delivery throughput run (20 endpoints); the target is to sustain at least 1,000")
-	fs.StringVar(&s.only, "only", "", "run only 'gateway' or 'delivery'")
+	fs.StringVar(&s.only, "only", "", "run only 'gateway', 'delivery' or 'payments'")
+	fs.IntVar(&s.payRequests, "payment-requests", 10_000, "payment requests created in bulk and collected (payments, part a; 0 skips it)")
+	fs.IntVar(&s.payRetries, "payment-retries", 100_000, "scheduled retries held in Redis (payments, part c; 0 skips it)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (the load generator, the receiver and the embedded stores) to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if s.only != "" && s.only != "gateway" && s.only != "delivery" && s.only != "payments" {
+		return fmt.Errorf("-only %q: want gateway, delivery or payments", s.only)
 	}
 	if *cpuProfile != "" {
 		stopProfile, err := startCPUProfile(*cpuProfile)
@@ -108,13 +115,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	defer st.Stop()
 
-	if s.only != "delivery" {
+	if s.only == "" || s.only == "gateway" {
 		if err := benchGateway(ctx, st, s, getenv, stdout); err != nil {
 			return err
 		}
 	}
-	if s.only != "gateway" {
-		return benchDeliveries(ctx, st, s, stdout)
+	if s.only == "" || s.only == "delivery" {
+		if err := benchDeliveries(ctx, st, s, stdout); err != nil {
+			return err
+		}
+	}
+	if s.only == "" || s.only == "payments" {
+		return benchPayments(ctx, st, s, getenv, stdout)
 	}
 	return nil
 }
