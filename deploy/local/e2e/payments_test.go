@@ -21,9 +21,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"rentalplatform/deploy/local/e2e/faultproxy"
 	"rentalplatform/deploy/local/e2e/receiver"
-	"rentalplatform/embedded/testkit"
 	"rentalplatform/libs/eventtype"
 )
 
@@ -51,17 +49,8 @@ func TestPayments(t *testing.T) {
 	// Redis behind a proxy the test can cut (the data stays, the network goes): the only
 	// deterministic way to keep a request pending is to keep its first attempt from being
 	// queued.
-	redisURL, err := url.Parse(testkit.Redis(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy, err := faultproxy.Start(redisURL.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(proxy.Close) // after the stack has stopped (cleanups run last first)
-	redisURL.Host = proxy.Addr()
-	p := startWith(t, stackConfig{env: deliveryEnv("1s,2s,3s"), redisURL: redisURL.String()})
+	proxy, redisURL := redisBehindProxy(t)
+	p := startWith(t, stackConfig{env: deliveryEnv("1s,2s,3s"), redisURL: redisURL})
 	t.Cleanup(func() { p.noDeaths(t) })
 
 	t.Run("api", func(t *testing.T) {
