@@ -2,7 +2,7 @@
 // tests, on machines where no Redis server is installed.
 //
 // Unlike plain miniredis, keys with a TTL expire in real time (within
-// clockStep), so code that relies on expiry (rate-limit windows, locks, asynq
+// one clock step), so code that relies on expiry (rate-limit windows, locks, asynq
 // leases) behaves as it does against Redis.
 //
 // The data lives in memory. Save and Restore keep chosen keys, with their
@@ -17,12 +17,26 @@ import (
 	"github.com/alicebob/miniredis/v2"
 )
 
-// clockStep is how often the store's clock moves. miniredis advances TTLs by visiting (and
-// sorting) every key each time its clock has moved when a command arrives; following the wall
-// clock, that is every command, and under a backlog of queued tasks it took most of a core and
-// grew with the backlog (docs/architecture.md, "The embedded Redis"). Moving the clock in steps
-// bounds that work to once per step; keys expire, and TIME advances, at most one step late.
-const clockStep = 5 * time.Millisecond
+// The store's clock moves in steps. miniredis advances TTLs by visiting (and sorting) every
+// key each time its clock has moved when a command arrives; following the wall clock, that is
+// every command, and under a backlog of queued tasks it took most of a core and grew with the
+// backlog (docs/architecture.md, "The embedded Redis"). Moving the clock in steps bounds that
+// work to once per step; keys expire, and TIME advances, at most one step late.
+//
+// A step is minClockStep, longer when the store holds so many keys that one advance costs more
+// than 1/clockBudget of the step (100,000 queued tasks take tens of milliseconds to visit): the
+// clock then uses at most about 5% of a core whatever the store holds, and expiry gets coarser
+// only while the store is that large.
+const (
+	minClockStep = 5 * time.Millisecond
+	maxClockStep = time.Second
+	clockBudget  = 20
+)
+
+// nextStep is the step after an advance that took cost.
+func nextStep(cost time.Duration) time.Duration {
+	return min(max(cost*clockBudget, minClockStep), maxClockStep)
+}
 
 // Options configures Start.
 type Options struct {
@@ -49,7 +63,7 @@ func Start(opts Options) (*Store, error) {
 	// (miniredis >= v2.40) makes them follow its clock instead: on every
 	// command, before touching a database, miniredis advances all TTLs by the
 	// clock time elapsed since the last command and drops the expired keys.
-	// The clock is set to the wall clock every clockStep.
+	// The clock is set to the wall clock every step (tick).
 	m.SetTime(time.Now())
 	m.ClockTTL(true)
 	if err := m.StartAddr(addr); err != nil {
@@ -61,20 +75,24 @@ func Start(opts Options) (*Store, error) {
 	return s, nil
 }
 
-// tick moves the store's clock to the wall clock every clockStep until Close.
+// tick moves the store's clock to the wall clock every step until Close, and advances the
+// TTLs then (rather than on the next command, which would pay for it) to measure the step.
 func (s *Store) tick() {
 	defer s.wg.Done()
-	t := time.NewTicker(clockStep)
+	t := time.NewTimer(minClockStep)
 	defer t.Stop()
 	for {
 		select {
 		case <-s.stop:
 			return
 		case <-t.C:
-			// The wall clock now, not the tick's time: a tick delivered late under CPU
+			// The wall clock now, not the timer's time: a tick delivered late under CPU
 			// contention carries a stale time, and a clock behind makes keys set meanwhile
 			// expire early by as much.
-			s.m.SetTime(time.Now())
+			begin := time.Now()
+			s.m.SetTime(begin)
+			s.m.DB(0) // any database access advances the TTLs of all of them
+			t.Reset(nextStep(time.Since(begin)))
 		}
 	}
 }

@@ -91,7 +91,7 @@ func TestTTLExpiresInRealTime(t *testing.T) {
 				}
 				elapsed := time.Since(begin)
 				if n == 0 {
-					// The store's clock follows the wall clock in clockStep steps and can lag
+					// The store's clock follows the wall clock in steps (minClockStep while it holds few keys) and can lag
 					// further while its goroutine waits for a CPU, so a key may go that much
 					// early; 50 ms covers a loaded CI machine and still catches a TTL misread.
 					if elapsed < ttl-50*time.Millisecond {

@@ -31,18 +31,20 @@ type fakeScheduler struct {
 	lost  bool
 }
 
-func (f *fakeScheduler) Schedule(_ context.Context, request string, n int, at time.Time) error {
+func (f *fakeScheduler) Schedule(_ context.Context, request string, n int, at time.Time) (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	key := request + ":" + strconv.Itoa(n)
-	if _, dup := f.tasks[key]; !dup {
-		f.tasks[key] = at
+	if _, dup := f.tasks[key]; dup {
+		return false, nil
 	}
-	return nil
+	f.tasks[key] = at
+	return true, nil
 }
 
 func (f *fakeScheduler) RunNow(ctx context.Context, request string, n int) error {
-	return f.Schedule(ctx, request, n, time.Time{})
+	_, err := f.Schedule(ctx, request, n, time.Time{})
+	return err
 }
 
 func (f *fakeScheduler) Unschedule(_ context.Context, request string, n int) error {

@@ -128,7 +128,7 @@ func (s *Service) RunAttempt(ctx context.Context, id string, n int) error {
 	}
 	if outcome == domain.OutcomeRetrying {
 		next, due := r.Scheduled()
-		if err := s.Scheduler.Schedule(ctx, id, next, due); err != nil {
+		if _, err := s.Scheduler.Schedule(ctx, id, next, due); err != nil {
 			// Recorded, so not lost: the reconciler queues it once it is overdue.
 			s.Log.WarnContext(ctx, "queueing the next attempt failed; the reconciler will",
 				"payment_request", id, "attempt", next, "error", err.Error())

@@ -44,9 +44,10 @@ type Processor interface {
 // Scheduler runs collection attempts at their time: the task of attempt n of a request is
 // scheduled at most once at a time.
 type Scheduler interface {
-	// Schedule queues attempt n of the request to run at at (at once when at has passed).
-	// Scheduling an attempt that is queued already changes nothing.
-	Schedule(ctx context.Context, request string, n int, at time.Time) error
+	// Schedule queues attempt n of the request to run at at (at once when at has passed) and
+	// reports whether it did: scheduling an attempt that is queued (or running) already changes
+	// nothing and reports false.
+	Schedule(ctx context.Context, request string, n int, at time.Time) (bool, error)
 	// RunNow makes the queued attempt run now, queueing it when it is missing.
 	RunNow(ctx context.Context, request string, n int) error
 	// Unschedule removes the queued attempt, if any.

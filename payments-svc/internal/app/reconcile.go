@@ -16,9 +16,10 @@ const reconcileBatch = 1000
 // whose claim went stale (its worker died) gets its task queued again; when the queue lost its
 // data (a flush, a restart without persistence) every open request's attempt is queued again
 // for its time; and the cascades of cancelled agreements left unfinished are finished. Queueing
-// an attempt that is queued already changes nothing, and a task of an attempt that is no
-// longer due does nothing, so a pass never doubles a charge. It returns how many attempts it
-// queued.
+// an attempt that is queued already changes nothing (an attempt late only because the queue
+// is backed up keeps its task), and a task of an attempt that is no longer due does nothing,
+// so a pass never doubles a charge. It returns how many attempts it queued that the queue did
+// not hold.
 func (s *Service) Reconcile(ctx context.Context) (int, error) {
 	now := s.Now()
 	queued := 0
@@ -43,10 +44,13 @@ func (s *Service) Reconcile(ctx context.Context) (int, error) {
 	}
 	for _, r := range overdue {
 		n, _ := r.Scheduled()
-		if err := s.Scheduler.Schedule(ctx, r.ID(), n, now); err != nil {
+		ok, err := s.Scheduler.Schedule(ctx, r.ID(), n, now)
+		if err != nil {
 			return queued, fmt.Errorf("reconcile: %w", err)
 		}
-		queued++
+		if ok {
+			queued++
+		}
 	}
 	var errs []error
 	cascading, err := s.Agreements.Cascading(ctx, reconcileBatch)
@@ -75,10 +79,13 @@ func (s *Service) rescheduleAll(ctx context.Context) (int, error) {
 			if r.Claimed() {
 				due = r.ClaimedAt().Add(s.cfg.ClaimTTL)
 			}
-			if err := s.Scheduler.Schedule(ctx, r.ID(), n, due); err != nil {
+			ok, err := s.Scheduler.Schedule(ctx, r.ID(), n, due)
+			if err != nil {
 				return queued, fmt.Errorf("reschedule: %w", err)
 			}
-			queued++
+			if ok {
+				queued++
+			}
 			after = r.ID()
 		}
 		if len(page) < reconcileBatch {

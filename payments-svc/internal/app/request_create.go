@@ -80,7 +80,7 @@ func (s *Service) createRequests(ctx context.Context, caller Caller, in []Create
 	}
 	for _, r := range out {
 		n, due := r.Scheduled()
-		if err := s.Scheduler.Schedule(ctx, r.ID(), n, due); err != nil {
+		if _, err := s.Scheduler.Schedule(ctx, r.ID(), n, due); err != nil {
 			// Stored, so not lost: the reconciler queues the attempt once it is overdue.
 			s.Log.WarnContext(ctx, "queueing the first attempt failed; the reconciler will",
 				"payment_request", r.ID(), "error", err.Error())

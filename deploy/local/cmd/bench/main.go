@@ -85,15 +85,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	defer os.RemoveAll(dataDir)
-	logPath := filepath.Join(root, ".data", "bench-stack.log")
-	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(root, ".data"), 0o755); err != nil {
 		return err
 	}
-	logFile, err := os.Create(logPath)
+	// A file of its own: two benches running at once (one -only section each) would
+	// otherwise write over each other's logs.
+	logFile, err := os.CreateTemp(filepath.Join(root, ".data"), "bench-stack-*.log")
 	if err != nil {
 		return err
 	}
 	defer logFile.Close()
+	logPath := logFile.Name()
 	fmt.Fprintf(stdout, "Starting the platform (as make run does; its logs go to %s)...\n", logPath)
 	st, err := stack.Start(ctx, stack.Options{
 		RepoRoot: root, DataDir: dataDir,

@@ -61,24 +61,33 @@ func (s *Scheduler) Ping(ctx context.Context) error { return s.redis.Ping(ctx).E
 
 // Schedule implements app.Scheduler. A task of the attempt that asynq archived (its retries
 // ran out while the store was down) or kept as completed would block the task id forever, so
-// it is replaced.
-func (s *Scheduler) Schedule(ctx context.Context, request string, n int, at time.Time) error {
+// it is replaced. A task that is queued, running or waiting for a retry is left as it is: an
+// attempt that is merely late because the queue is backed up keeps its place.
+func (s *Scheduler) Schedule(ctx context.Context, request string, n int, at time.Time) (bool, error) {
 	err := s.enqueue(ctx, request, n, at)
 	if !errors.Is(err, asynq.ErrTaskIDConflict) {
-		return err
+		return err == nil, err
 	}
 	id := tasks.Attempt{Request: request, N: n}.ID()
-	info, ierr := s.inspector.GetTaskInfo(tasks.QueuePayments, id)
-	if ierr != nil || (info.State != asynq.TaskStateArchived && info.State != asynq.TaskStateCompleted) {
-		return nil // queued, running or waiting for a retry: it runs
+	info, err := s.inspector.GetTaskInfo(tasks.QueuePayments, id)
+	switch {
+	case errors.Is(err, asynq.ErrTaskNotFound):
+		// It ran and went between the two calls (asynq keeps no completed task here): its
+		// outcome is in the store.
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("schedule %s: inspect the existing task: %w", id, err)
+	case info.State != asynq.TaskStateArchived && info.State != asynq.TaskStateCompleted:
+		return false, nil
 	}
 	if err := s.inspector.DeleteTask(tasks.QueuePayments, id); err != nil && !errors.Is(err, asynq.ErrTaskNotFound) {
-		return fmt.Errorf("schedule %s: replace %s task: %w", id, info.State, err)
+		return false, fmt.Errorf("schedule %s: replace %s task: %w", id, info.State, err)
 	}
-	if err := s.enqueue(ctx, request, n, at); err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
-		return err
+	err = s.enqueue(ctx, request, n, at)
+	if errors.Is(err, asynq.ErrTaskIDConflict) {
+		return false, nil // another caller replaced it first
 	}
-	return nil
+	return err == nil, err
 }
 
 // enqueue queues the task; a task id conflict is returned as is.
@@ -107,14 +116,16 @@ func (s *Scheduler) RunNow(ctx context.Context, request string, n int) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, asynq.ErrTaskNotFound), errors.Is(err, asynq.ErrQueueNotFound):
-		return s.Schedule(ctx, request, n, time.Now())
+		_, err := s.Schedule(ctx, request, n, time.Now())
+		return err
 	}
 	// RunTask refuses a task that is pending or running already: it runs now anyway.
 	if info, ierr := s.inspector.GetTaskInfo(tasks.QueuePayments, id); ierr == nil &&
 		(info.State == asynq.TaskStatePending || info.State == asynq.TaskStateActive) {
 		return nil
 	}
-	return s.Schedule(ctx, request, n, time.Now())
+	_, err = s.Schedule(ctx, request, n, time.Now())
+	return err
 }
 
 // Unschedule implements app.Scheduler.
