@@ -1,7 +1,8 @@
 // Command bench starts the platform as `make run` does (embedded stores unless MONGODB_URI /
 // REDIS_URL are set) and measures it from outside: authenticated GET /v1/webhook_endpoints/:id
 // through the gateway and the same request sent straight to webhooks-svc with a valid internal
-// identity. It prints throughput and latency figures next to the targets; it asserts nothing.
+// identity, event-to-delivery latency and throughput, and verification sessions (create
+// latency, expiry at expires_at). It prints figures next to the targets; it asserts nothing.
 package main
 
 import (
@@ -45,6 +46,10 @@ type settings struct {
 	eventRate    int
 	deliveryRate int
 	only         string
+	// verification
+	verifRate     int
+	verifSessions int
+	verifTTL      time.Duration
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
@@ -56,10 +61,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	fs.DurationVar(&s.warmup, "warmup", 2*time.Second, "unmeasured load before each run")
 	fs.IntVar(&s.eventRate, "event-rate", 200, "events/s for the event-to-delivery latency run")
 	fs.IntVar(&s.deliveryRate, "delivery-rate", 1500, "deliveries/s offered in the delivery throughput run (20 endpoints); the target is to sustain at least 1,000")
-	fs.StringVar(&s.only, "only", "", "run only 'gateway' or 'delivery'")
+	fs.StringVar(&s.only, "only", "", "run only 'gateway', 'delivery' or 'verification'")
+	fs.IntVar(&s.verifRate, "verification-rate", 100, "verification sessions created per second")
+	fs.IntVar(&s.verifSessions, "verification-sessions", 10000, "verification sessions created, each then expiring")
+	fs.DurationVar(&s.verifTTL, "verification-ttl", 2*time.Minute, "the sessions' lifetime (VERIFICATION_SESSION_TTL); longer than the creates take keeps the two phases apart")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (the load generator, the receiver and the embedded stores) to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if !slices.Contains([]string{"", "gateway", "delivery", "verification"}, s.only) {
+		return fmt.Errorf("-only %q: want gateway, delivery or verification", s.only)
 	}
 	if *cpuProfile != "" {
 		stopProfile, err := startCPUProfile(*cpuProfile)
@@ -100,7 +111,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			// they are off for the dev key, which the delivery bench and the gateway baseline
 			// use. The gateway bench measures limiting with a key of its own (a per-key limit
 			// set far above the load, so it is evaluated on every request but never refuses).
-			"GATEWAY_RATE_LIMIT_TEST": "0", "GATEWAY_RATE_LIMIT_LIVE": "0", "GATEWAY_AUTH_FAILURE_LIMIT": "0"},
+			"GATEWAY_RATE_LIMIT_TEST": "0", "GATEWAY_RATE_LIMIT_LIVE": "0", "GATEWAY_AUTH_FAILURE_LIMIT": "0",
+			"VERIFICATION_SESSION_TTL": s.verifTTL.String()},
 		Output: logFile,
 	})
 	if err != nil {
@@ -108,13 +120,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	defer st.Stop()
 
-	if s.only != "delivery" {
+	if s.only == "" || s.only == "gateway" {
 		if err := benchGateway(ctx, st, s, getenv, stdout); err != nil {
 			return err
 		}
 	}
-	if s.only != "gateway" {
-		return benchDeliveries(ctx, st, s, stdout)
+	if s.only == "" || s.only == "delivery" {
+		if err := benchDeliveries(ctx, st, s, stdout); err != nil {
+			return err
+		}
+	}
+	if s.only == "" || s.only == "verification" {
+		return benchVerification(ctx, st, s, stdout)
 	}
 	return nil
 }
