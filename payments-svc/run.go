@@ -42,8 +42,6 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	if err != nil {
 		return fail(err)
 	}
-	client := asynq.NewClient(redisOpt)
-	rt.OnClose(func(context.Context) error { return client.Close() })
 	scheduler, err := asynqadapter.NewScheduler(redisOpt, prop, cfg.AttemptTimeout)
 	if err != nil {
 		return fail(err)
@@ -51,7 +49,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	rt.OnClose(func(context.Context) error { return scheduler.Close() })
 	rt.AddCheck("redis", scheduler.Ping)
 
-	relay := outbox.NewRelay(outbox.NewPublisher(client, prop), log, cfg.OutboxRelayInterval,
+	relay := outbox.NewRelay(outbox.NewPublisher(scheduler.Client(), prop), log, cfg.OutboxRelayInterval,
 		max(2*time.Second, 2*cfg.OutboxRelayInterval))
 	agreements := mongo.NewAgreements(rt.Store, relay)
 	requests := mongo.NewRequests(rt.Store, relay)

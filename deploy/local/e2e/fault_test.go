@@ -117,9 +117,10 @@ func TestKillWebhooksSvcWhileDelivering(t *testing.T) {
 	p.noDeaths(t)
 }
 
-func TestRedisOutageLosesNoEvent(t *testing.T) {
-	t.Parallel()
-	// Redis behind a proxy the test can cut: the data stays, the network goes.
+// redisBehindProxy returns a Redis of the test's own behind a fault proxy the test can cut
+// (the data stays, the network goes), and the URL that reaches it through the proxy.
+func redisBehindProxy(t *testing.T) (*faultproxy.Proxy, string) {
+	t.Helper()
 	redisURL, err := url.Parse(testkit.Redis(t))
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +131,14 @@ func TestRedisOutageLosesNoEvent(t *testing.T) {
 	}
 	t.Cleanup(proxy.Close) // after the stack has stopped (cleanups run last first)
 	redisURL.Host = proxy.Addr()
-	p := startWith(t, stackConfig{env: deliveryEnv("1s,2s,3s"), redisURL: redisURL.String()})
+	return proxy, redisURL.String()
+}
+
+func TestRedisOutageLosesNoEvent(t *testing.T) {
+	t.Parallel()
+	// Redis behind a proxy the test can cut: the data stays, the network goes.
+	proxy, redisURL := redisBehindProxy(t)
+	p := startWith(t, stackConfig{env: deliveryEnv("1s,2s,3s"), redisURL: redisURL})
 
 	rx := receiver.New(t)
 	key := p.newKey(t, "acct_redisdown", false)

@@ -95,7 +95,6 @@ func (c vs) cancel(id string, body map[string]any) response {
 	return call(c.t, "POST", c.p.GatewayURL+"/v1/verification_sessions/"+id+"/cancel", c.key, body)
 }
 
-func str(m map[string]any, k string) string { s, _ := m[k].(string); return s }
 
 func sub(m map[string]any, k string) map[string]any { o, _ := m[k].(map[string]any); return o }
 
@@ -141,14 +140,14 @@ func TestVerificationSessions(t *testing.T) {
 		c := vs{t, p, key}
 
 		done := c.create(sessionBody("jane@example.com", nil))
-		id := str(done.Body, "id")
-		if done.Body["status"] != "created" || !strings.HasPrefix(str(done.Body, "client_secret"), id+"_secret_") ||
+		id := str(done.Body["id"])
+		if done.Body["status"] != "created" || !strings.HasPrefix(str(done.Body["client_secret"]), id+"_secret_") ||
 			done.Body["report"] != nil || done.Body["livemode"] != false || done.Body["webhook_url"] != nil {
 			t.Fatalf("created: %s", done.Raw)
 		}
 		c.walk(id, "pending", "processing")
 		res := c.advance(id, map[string]any{"status": "completed", "outcomes": map[string]string{"credit": "failed"}})
-		reportID := str(res.Body, "report")
+		reportID := str(res.Body["report"])
 		if res.Status != 200 || res.Body["status"] != "completed" || !strings.HasPrefix(reportID, "vr_") {
 			t.Fatalf("completed: %d %s", res.Status, res.Raw)
 		}
@@ -159,7 +158,7 @@ func TestVerificationSessions(t *testing.T) {
 			t.Fatalf("report: %d %s", rep.Status, rep.Raw)
 		}
 
-		failed := str(c.create(sessionBody("jane@example.com", nil)).Body, "id")
+		failed := str(c.create(sessionBody("jane@example.com", nil)).Body["id"])
 		c.walk(failed, "pending", "processing")
 		res = c.advance(failed, map[string]any{"status": "failed", "last_error": map[string]string{"code": "document_unverified", "product": "identity"}})
 		le := sub(res.Body, "last_error")
@@ -211,11 +210,11 @@ func TestVerificationSessions(t *testing.T) {
 		c := vs{t, p, key}
 
 		res := c.create(sessionBody("over@example.com", map[string]any{"webhook_url": rx.URL() + "/override"}))
-		id, whsec := str(res.Body, "id"), str(res.Body, "webhook_secret")
+		id, whsec := str(res.Body["id"]), str(res.Body["webhook_secret"])
 		if res.Body["webhook_url"] != rx.URL()+"/override" || !strings.HasPrefix(whsec, "whsec_") {
 			t.Fatalf("created: %s", res.Raw)
 		}
-		if got := c.get(id); str(got.Body, "webhook_secret") != whsec {
+		if got := c.get(id); str(got.Body["webhook_secret"]) != whsec {
 			t.Fatalf("retrieve does not show the webhook_secret: %s", got.Raw)
 		}
 		c.walk(id, "pending", "processing", "completed")
@@ -225,7 +224,7 @@ func TestVerificationSessions(t *testing.T) {
 		}
 		// A session without a webhook_url, created after: its events reach the endpoint, so
 		// by then the endpoint would have had the first session's too had they gone there.
-		control := str(c.create(sessionBody("ctl@example.com", nil)).Body, "id")
+		control := str(c.create(sessionBody("ctl@example.com", nil)).Body["id"])
 		c.walk(control, "pending")
 
 		want := []string{"verification_session.created", "verification_session.pending", "verification_session.processing",
@@ -262,7 +261,7 @@ func TestVerificationSessions(t *testing.T) {
 		}
 		// The event's delivery is to no endpoint, retried: 503 then 200.
 		e := p.waitEvent(t, key, "verification_session.completed", id, deliveryWait)
-		d := p.waitDelivery(t, key, str(e, "id"), "", deliveryWait, "succeeded", statusIs("succeeded"))
+		d := p.waitDelivery(t, key, str(e["id"]), "", deliveryWait, "succeeded", statusIs("succeeded"))
 		if d["webhook_endpoint"] != nil || !slices.Equal(attemptStatuses(d), []int{200, 503}) {
 			t.Fatalf("override delivery: %v", d)
 		}
@@ -281,7 +280,7 @@ func TestVerificationSessions(t *testing.T) {
 			if len(path) > 0 {
 				from = path[len(path)-1]
 			}
-			id := str(c.create(sessionBody("c@example.com", nil)).Body, "id")
+			id := str(c.create(sessionBody("c@example.com", nil)).Body["id"])
 			c.walk(id, path...)
 			res := c.cancel(id, map[string]any{"cancellation_reason": "requested_by_applicant"})
 			if from == "completed" {
@@ -302,14 +301,14 @@ func TestVerificationSessions(t *testing.T) {
 				t.Fatalf("cancel of a canceled session: %d %s", again.Status, again.Raw)
 			}
 		}
-		wantErr(t, c.cancel(str(c.create(sessionBody("c@example.com", nil)).Body, "id"), map[string]any{"cancellation_reason": "bored"}),
+		wantErr(t, c.cancel(str(c.create(sessionBody("c@example.com", nil)).Body["id"]), map[string]any{"cancellation_reason": "bored"}),
 			400, "parameter_invalid", "cancellation_reason")
 	})
 
 	t.Run("redaction", func(t *testing.T) {
 		t.Parallel()
 		c := vs{t, p, p.newKey(t, "acct_vredact", false)}
-		id := str(c.create(sessionBody("red@example.com", nil)).Body, "id")
+		id := str(c.create(sessionBody("red@example.com", nil)).Body["id"])
 		wantErr(t, call(t, "POST", p.GatewayURL+"/v1/verification_sessions/"+id+"/redact", c.key, nil), 400, "invalid_state", "")
 		c.walk(id, "pending", "processing")
 		c.advance(id, map[string]any{"status": "completed", "outcomes": map[string]string{"income": "failed"}})
@@ -319,7 +318,7 @@ func TestVerificationSessions(t *testing.T) {
 			len(sub(res.Body, "metadata")) != 0 || sub(res.Body, "redaction")["status"] != "redacted" {
 			t.Fatalf("redacted: %d %s", res.Status, res.Raw)
 		}
-		rep := call(t, "GET", p.GatewayURL+"/v1/verification_reports/"+str(res.Body, "report"), c.key, nil)
+		rep := call(t, "GET", p.GatewayURL+"/v1/verification_reports/"+str(res.Body["report"]), c.key, nil)
 		if reasons, _ := sub(sub(rep.Body, "products"), "income")["reasons"].([]any); len(reasons) != 1 || reasons[0] != "[redacted]" {
 			t.Fatalf("report after redaction: %s", rep.Raw)
 		}
@@ -333,7 +332,7 @@ func TestVerificationSessions(t *testing.T) {
 		c := vs{t, p, p.newKey(t, "acct_vlist", false)}
 		var ids []string
 		for i := range 7 {
-			ids = append(ids, str(c.create(sessionBody(fmt.Sprintf("l%d@example.com", i%2), nil)).Body, "id"))
+			ids = append(ids, str(c.create(sessionBody(fmt.Sprintf("l%d@example.com", i%2), nil)).Body["id"]))
 		}
 		slices.Reverse(ids) // newest first
 		for _, i := range []int{0, 3, 4} {
@@ -343,7 +342,7 @@ func TestVerificationSessions(t *testing.T) {
 		listIDs := func(q string) []string {
 			var out []string
 			for _, o := range listAll(t, c.key, base+q) {
-				out = append(out, str(o, "id"))
+				out = append(out, str(o["id"]))
 				if _, shown := o["client_secret"]; shown {
 					t.Fatalf("a list item shows the client secret: %v", o)
 				}
@@ -368,7 +367,7 @@ func TestVerificationSessions(t *testing.T) {
 			}
 			var out []string
 			for _, o := range res.Body["data"].([]any) {
-				out = append(out, str(o.(map[string]any), "id"))
+				out = append(out, str(o.(map[string]any)["id"]))
 			}
 			return out, res.Body["has_more"] == true
 		}
@@ -398,13 +397,13 @@ func TestVerificationSessions(t *testing.T) {
 		c := vs{t, p, p.newKey(t, "acct_vscope", false)}
 		live := vs{t, p, p.newKey(t, "acct_vscope", true)}
 		other := vs{t, p, p.newKey(t, "acct_vscopeother", false)}
-		id := str(c.create(sessionBody("s@example.com", nil)).Body, "id")
+		id := str(c.create(sessionBody("s@example.com", nil)).Body["id"])
 		for _, k := range []vs{live, other} {
 			wantErr(t, k.get(id), 404, "resource_missing", "id")
 			wantErr(t, k.cancel(id, nil), 404, "resource_missing", "id")
 		}
 		// Live: no test helper, and sessions stay created (no verification provider).
-		lid := str(live.create(sessionBody("s@example.com", nil)).Body, "id")
+		lid := str(live.create(sessionBody("s@example.com", nil)).Body["id"])
 		wantErr(t, live.advance(lid, map[string]any{"status": "pending"}), 404, "route_missing", "")
 		if got := live.get(lid); got.Body["status"] != "created" || got.Body["livemode"] != true {
 			t.Fatalf("live session: %s", got.Raw)
@@ -436,11 +435,11 @@ func TestVerificationExpiry(t *testing.T) {
 	if exp, cr := created.Body["expires_at"].(float64), created.Body["created"].(float64); exp-cr != 3 {
 		t.Fatalf("expires_at %v - created %v: want the configured 3 s", exp, cr)
 	}
-	pending := str(c.create(sessionBody("e@example.com", nil)).Body, "id")
+	pending := str(c.create(sessionBody("e@example.com", nil)).Body["id"])
 	c.walk(pending, "pending")
-	processing := str(c.create(sessionBody("e@example.com", nil)).Body, "id")
+	processing := str(c.create(sessionBody("e@example.com", nil)).Body["id"])
 	c.walk(processing, "pending", "processing")
-	id := str(created.Body, "id")
+	id := str(created.Body["id"])
 
 	reqs := rx.WaitUntil(t, "/hooks", deliveryWait, "two expired events", func(r []receiver.Request) bool {
 		return len(about(r, "verification_session.expired", id)) > 0 && len(about(r, "verification_session.expired", pending)) > 0

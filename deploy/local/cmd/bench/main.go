@@ -50,6 +50,8 @@ type settings struct {
 	verifRate     int
 	verifSessions int
 	verifTTL      time.Duration
+	payRequests   int // payments (a): requests created in bulk and collected
+	payRetries    int // payments (c): scheduled retries held in Redis
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
@@ -61,16 +63,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	fs.DurationVar(&s.warmup, "warmup", 2*time.Second, "unmeasured load before each run")
 	fs.IntVar(&s.eventRate, "event-rate", 200, "events/s for the event-to-delivery latency run")
 	fs.IntVar(&s.deliveryRate, "delivery-rate", 1500, "deliveries/s offered in the delivery throughput run (20 endpoints); the target is to sustain at least 1,000")
-	fs.StringVar(&s.only, "only", "", "run only 'gateway', 'delivery' or 'verification'")
+	fs.StringVar(&s.only, "only", "", "run only 'gateway', 'delivery', 'verification' or 'payments'")
 	fs.IntVar(&s.verifRate, "verification-rate", 100, "verification sessions created per second")
 	fs.IntVar(&s.verifSessions, "verification-sessions", 10000, "verification sessions created, each then expiring")
 	fs.DurationVar(&s.verifTTL, "verification-ttl", 2*time.Minute, "the sessions' lifetime (VERIFICATION_SESSION_TTL); longer than the creates take keeps the two phases apart")
+	fs.IntVar(&s.payRequests, "payment-requests", 10_000, "payment requests created in bulk and collected (payments, part a; 0 skips it)")
+	fs.IntVar(&s.payRetries, "payment-retries", 100_000, "scheduled retries held in Redis (payments, part c; 0 skips it)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (the load generator, the receiver and the embedded stores) to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if !slices.Contains([]string{"", "gateway", "delivery", "verification"}, s.only) {
-		return fmt.Errorf("-only %q: want gateway, delivery or verification", s.only)
+	if !slices.Contains([]string{"", "gateway", "delivery", "verification", "payments"}, s.only) {
+		return fmt.Errorf("-only %q: want gateway, delivery, verification or payments", s.only)
 	}
 	if *cpuProfile != "" {
 		stopProfile, err := startCPUProfile(*cpuProfile)
@@ -131,7 +135,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		}
 	}
 	if s.only == "" || s.only == "verification" {
-		return benchVerification(ctx, st, s, stdout)
+		if err := benchVerification(ctx, st, s, stdout); err != nil {
+			return err
+		}
+	}
+	if s.only == "" || s.only == "payments" {
+		return benchPayments(ctx, st, s, getenv, stdout)
 	}
 	return nil
 }

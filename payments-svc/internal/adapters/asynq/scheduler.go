@@ -50,6 +50,9 @@ func NewScheduler(opt asynq.RedisConnOpt, prop propagation.TextMapPropagator, at
 	}, nil
 }
 
+// Client is the scheduler's asynq client, for the outbox publisher: one Redis pool serves both.
+func (s *Scheduler) Client() *asynq.Client { return s.client }
+
 // Close closes the Redis connections.
 func (s *Scheduler) Close() error { return s.redis.Close() }
 

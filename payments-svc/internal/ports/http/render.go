@@ -1,6 +1,8 @@
 package http
 
 import (
+	"time"
+
 	"rentalplatform/payments-svc/internal/domain"
 )
 
@@ -126,10 +128,7 @@ func stringOrNil(s string) *string {
 	return &s
 }
 
-func unixOrNil(t interface {
-	IsZero() bool
-	Unix() int64
-}) *int64 {
+func unixOrNil(t time.Time) *int64 {
 	if t.IsZero() {
 		return nil
 	}

@@ -1,0 +1,693 @@
+package main
+
+// The payments benchmark (issue 11 §4), all through the gateway with a test key of an account
+// of its own per part:
+//
+//	(a) N payment requests created in bulk calls of 100 against tok_test_success agreements:
+//	    create requests/s, the time until every one is succeeded, and until webhooks-svc has
+//	    stored their events; "fully collected per second" is N over the time from the first
+//	    create to the later of the two.
+//	(b) p99 latency of single creates (POST /v1/payment_requests) at a fixed 100/s.
+//	(c) M requests against tok_test_insufficient_funds agreements: attempt 1 fails and attempt
+//	    2 is scheduled 24 h later, so M scheduled retries are held in Redis (asynq's scheduled
+//	    set of the "payments" queue); their Redis memory is printed.
+//
+// How completion is seen, cheaply enough not to slow what is measured (on the embedded store a
+// list filtered by status scans the whole collection, a second and more at 10,000 documents):
+// in Redis. Attempts run: the "payments" queue holds no task (one per attempt) waiting, running
+// or to retry. Events stored: asynq's count of tasks done on the "events" queue (one per event;
+// webhooks-svc finishes it once the event is stored) has grown by the events expected, and none
+// is left. Checked once at the end through the API: no request of the account pending,
+// processing, failed or cancelled. Scheduled retries: ZCARD of asynq:{payments}:scheduled.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/valyala/fasthttp"
+
+	"rentalplatform/deploy/local/stack"
+)
+
+// Redis keys of the asynq queues the benchmark watches (asynq v0.26's layout).
+const (
+	paymentsScheduledKey = "asynq:{payments}:scheduled"
+	paymentsKeyPattern   = "asynq:{payments}:*"
+)
+
+// bulkSize is the most requests one bulk create takes.
+const bulkSize = 100
+
+// bulkConcurrency is how many bulk calls are in flight at once.
+const bulkConcurrency = 4
+
+// payBench is the state shared by the parts: the stack, a Redis client on the stack's Redis,
+// and what was created so far (the collection sizes the figures are printed with).
+type payBench struct {
+	st     *stack.Stack
+	rdb    *redis.Client
+	out    io.Writer
+	client *fasthttp.Client
+	real   bool // a real Redis (REDIS_URL), where INFO memory exists
+
+	requests   int // payment requests created so far in this stack
+	agreements int
+}
+
+func benchPayments(ctx context.Context, st *stack.Stack, s settings, getenv func(string) string, stdout io.Writer) error {
+	opt, err := redis.ParseURL(st.RedisURL)
+	if err != nil {
+		return err
+	}
+	b := &payBench{st: st, rdb: redis.NewClient(opt), out: stdout, client: newClient(512), real: getenv("REDIS_URL") != ""}
+	defer b.rdb.Close()
+
+	store := "embedded FerretDB v1.24 (SQLite)"
+	if getenv("MONGODB_URI") != "" {
+		store = "MongoDB at MONGODB_URI"
+	}
+	redisDesc := "embedded miniredis"
+	if b.real {
+		redisDesc = "Redis at REDIS_URL"
+	}
+	fmt.Fprintf(stdout, "\nPayments — %d CPUs, store: %s, Redis: %s; through the gateway with test keys, rate limits off.\n", runtime.NumCPU(), store, redisDesc)
+	fmt.Fprintf(stdout, "The load generator (and, embedded, both stores) share this machine's CPUs.\n")
+
+	// A count of 0 skips its part (-payment-requests 0 skips (a), -payment-retries 0 skips (c)).
+	if s.payRequests > 0 {
+		if err := b.collect(ctx, s.payRequests); err != nil {
+			return fmt.Errorf("payments (a): %w", err)
+		}
+	}
+	if err := b.createLatency(ctx, s); err != nil {
+		return fmt.Errorf("payments (b): %w", err)
+	}
+	if s.payRetries > 0 {
+		if err := b.retries(ctx, s.payRetries); err != nil {
+			return fmt.Errorf("payments (c): %w", err)
+		}
+	}
+	return nil
+}
+
+// collect is part (a).
+func (b *payBench) collect(ctx context.Context, n int) error {
+	api, err := b.account(ctx, "acct_benchcollect")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(b.out, "\n(a) %d payment requests in bulk calls of %d (%d in flight) against 100 tok_test_success agreements\n", n, bulkSize, bulkConcurrency)
+	fmt.Fprintf(b.out, "    collections before: %s\n", b.sizes(ctx))
+	attemptsBefore, err := b.tasksDone(ctx, "payments")
+	if err != nil {
+		return err
+	}
+	eventsBefore, err := b.tasksDone(ctx, "events")
+	if err != nil {
+		return err
+	}
+	agreements, err := b.createAgreements(api, 100, "tok_test_success")
+	if err != nil {
+		return err
+	}
+
+	start := time.Now()
+	ids, err := b.bulkCreate(ctx, api, agreements, n, "a", nil)
+	if err != nil {
+		return err
+	}
+	created := time.Since(start)
+	fmt.Fprintf(b.out, "    created %d in %s: %.0f creates/s\n", len(ids), created.Round(time.Millisecond), float64(len(ids))/created.Seconds())
+
+	// Every request's attempt has run (tok_test_success: attempt 1 succeeds): the payments
+	// queue holds no task any more, waiting, running or to retry (each create queued its
+	// request's first attempt before answering). And webhooks-svc has stored every event:
+	// payment_request.created, .processing and .succeeded per request, and
+	// payment_agreement.created per agreement, counted by the events queue's tasks done, with
+	// none left. Both are watched in Redis, which costs the store nothing; counts alone would
+	// not do, since the reconciler queues an attempt again once it is late (a backlog here),
+	// and such duplicates (which charge nothing) are tasks done too. The store is checked once
+	// at the end.
+	wantEvents := 3*n + len(agreements)
+	var succeeded, stored time.Duration
+	var attemptsRun int
+	if err := poll(ctx, 30*time.Minute, 50*time.Millisecond, func() (bool, error) {
+		if succeeded == 0 {
+			left, err := b.queueLeft(ctx, "payments", false)
+			if err != nil {
+				return false, err
+			}
+			if left == 0 {
+				succeeded = time.Since(start)
+				done, err := b.tasksDone(ctx, "payments")
+				if err != nil {
+					return false, err
+				}
+				attemptsRun = done - attemptsBefore
+			}
+		}
+		if stored == 0 {
+			done, err := b.tasksDone(ctx, "events")
+			if err != nil || done-eventsBefore < wantEvents {
+				return false, err
+			}
+			left, err := b.queueLeft(ctx, "events", false)
+			if err != nil {
+				return false, err
+			}
+			if left == 0 {
+				stored = time.Since(start)
+			}
+		}
+		return succeeded > 0 && stored > 0, nil
+	}); err != nil {
+		return fmt.Errorf("waiting for %d attempts and %d events: %w", n, wantEvents, err)
+	}
+
+	// The check, not timed: no request of the account is left pending, processing, failed or
+	// cancelled (each list with limit=1), and no event task is left waiting, retrying or
+	// archived. Should a request still be open, the time it closes is the one reported.
+	t0 := time.Now()
+	var open []string
+	checks := 0
+	var lastCheck time.Duration
+	if err := poll(ctx, 10*time.Minute, 250*time.Millisecond, func() (bool, error) {
+		checks++
+		lastCheck = time.Since(start)
+		open = open[:0]
+		for _, status := range []string{"pending", "processing", "failed", "cancelled"} {
+			some, err := api.any("/v1/payment_requests?limit=1&status=" + status)
+			if err != nil {
+				return false, err
+			}
+			if some {
+				open = append(open, status)
+			}
+		}
+		return len(open) == 0 || slices.Contains(open, "failed") || slices.Contains(open, "cancelled"), nil
+	}); err != nil {
+		return fmt.Errorf("checking that every request succeeded (some are %v): %w", open, err)
+	}
+	if len(open) > 0 {
+		return fmt.Errorf("some requests of the run are %v", open)
+	}
+	if checks > 1 {
+		fmt.Fprintf(b.out, "    !! requests were still open when their attempts were counted; the check saw them all succeeded at %s\n", lastCheck.Round(time.Millisecond))
+		succeeded = max(succeeded, lastCheck)
+	}
+	checkTook := time.Since(t0)
+	waiting, err := b.queueLeft(ctx, "events", true)
+	if err != nil {
+		return err
+	}
+	total := max(succeeded, stored)
+
+	fmt.Fprintf(b.out, "    all %d succeeded %s after the first create: %.0f collected/s\n", n, succeeded.Round(time.Millisecond), float64(n)/succeeded.Seconds())
+	fmt.Fprintf(b.out, "    their %d events stored by webhooks-svc %s after the first create\n", wantEvents, stored.Round(time.Millisecond))
+	fmt.Fprintf(b.out, "    => %.0f payment requests fully collected per second, events stored included (target ≥ 500)\n", float64(n)/total.Seconds())
+	fmt.Fprintf(b.out, "    checked: none of the account's requests pending, processing, failed or cancelled (the lists took %s); events queue: %d tasks left\n",
+		checkTook.Round(time.Millisecond), waiting)
+	if attemptsRun > n {
+		fmt.Fprintf(b.out, "    attempt tasks run: %d for %d requests (the rest: attempts the reconciler queued again once late, which found them done)\n", attemptsRun, n)
+	}
+	return nil
+}
+
+// createLatency is part (b): single creates at a fixed 100/s, latency from each one's
+// scheduled start (openLoop), against 10 tok_test_success agreements (each create also starts
+// an attempt and stores three events in the background, as in production).
+func (b *payBench) createLatency(ctx context.Context, s settings) error {
+	const rate = 100
+	api, err := b.account(ctx, "acct_benchlatency")
+	if err != nil {
+		return err
+	}
+	agreements, err := b.createAgreements(api, 10, "tok_test_success")
+	if err != nil {
+		return err
+	}
+	if err := b.settle(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(b.out, "\n(b) POST /v1/payment_requests at %d/s for %s (after %s unmeasured), 10 tok_test_success agreements\n", rate, s.duration, s.warmup)
+	fmt.Fprintf(b.out, "    collections before: %s\n", b.sizes(ctx))
+	var seq atomic.Int64
+	t := target{name: "create", url: b.st.GatewayURL + "/v1/payment_requests", prepare: func(r *fasthttp.Request) {
+		i := seq.Add(1)
+		r.Header.SetMethod(fasthttp.MethodPost)
+		r.Header.Set("Authorization", "Bearer "+api.key)
+		r.Header.SetContentType("application/json")
+		r.SetBodyString(fmt.Sprintf(`{"payment_agreement":%q,"amount":%d,"currency":"eur","description":"rent"}`, agreements[int(i)%len(agreements)], 1000+i))
+	}}
+	openLoop(ctx, t, rate, s.warmup)
+	r := openLoop(ctx, t, rate, s.duration)
+	b.requests += int(seq.Load())
+	fmt.Fprintf(b.out, "    %s  (target p99 ≤ 50ms)\n", r)
+	return nil
+}
+
+// retries is part (c).
+func (b *payBench) retries(ctx context.Context, n int) error {
+	api, err := b.account(ctx, "acct_benchretries")
+	if err != nil {
+		return err
+	}
+	agreements, err := b.createAgreements(api, 100, "tok_test_insufficient_funds")
+	if err != nil {
+		return err
+	}
+	if err := b.settle(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(b.out, "\n(c) %d scheduled retries: requests against 100 tok_test_insufficient_funds agreements, in bulk calls of %d;\n", n, bulkSize)
+	fmt.Fprintf(b.out, "    attempt 1 fails and attempt 2 is scheduled 24 h later (%s)\n", paymentsScheduledKey)
+	fmt.Fprintf(b.out, "    collections before: %s\n", b.sizes(ctx))
+	before, err := b.rdb.ZCard(ctx, paymentsScheduledKey).Result()
+	if err != nil {
+		return err
+	}
+	usedBefore, _ := b.usedMemory(ctx)
+
+	start := time.Now()
+	ids, err := b.bulkCreate(ctx, api, agreements, n, "c", newProgress(b.out, n))
+	if err != nil {
+		return err
+	}
+	created := time.Since(start)
+	fmt.Fprintf(b.out, "    created %d in %s: %.0f creates/s\n", len(ids), created.Round(time.Millisecond), float64(len(ids))/created.Seconds())
+
+	var held int64
+	var scheduled time.Duration
+	lastReport := time.Now()
+	if err := poll(ctx, 60*time.Minute, 250*time.Millisecond, func() (bool, error) {
+		c, err := b.rdb.ZCard(ctx, paymentsScheduledKey).Result()
+		if err != nil {
+			return false, err
+		}
+		held = c - before
+		if time.Since(lastReport) > 30*time.Second {
+			fmt.Fprintf(b.out, "      … %d retries scheduled after %s\n", held, time.Since(start).Round(time.Second))
+			lastReport = time.Now()
+		}
+		if held < int64(n) {
+			return false, nil
+		}
+		scheduled = time.Since(start)
+		return true, nil
+	}); err != nil {
+		return fmt.Errorf("waiting for %d scheduled retries (have %d): %w", n, held, err)
+	}
+	fmt.Fprintf(b.out, "    all %d retries scheduled %s after the first create: %.0f attempts run and rescheduled/s\n",
+		held, scheduled.Round(time.Millisecond), float64(held)/scheduled.Seconds())
+
+	if err := b.printMemory(ctx, n, usedBefore, "with every retry scheduled"); err != nil {
+		return err
+	}
+
+	// The run's events (created, processing, retrying per request) are stored by webhooks-svc
+	// meanwhile; they wait in the events queue, whose keys are counted under "all keys" only.
+	// Once they are stored, what Redis holds is the schedule alone: measured again if that
+	// happens within drainWait.
+	const drainWait = 3 * time.Minute
+	doneBefore, err := b.tasksDone(ctx, "events")
+	if err != nil {
+		return err
+	}
+	t0 := time.Now()
+	if err := b.settleFor(ctx, drainWait); err != nil {
+		left, _ := b.queueLeft(ctx, "events", false)
+		done, _ := b.tasksDone(ctx, "events")
+		fmt.Fprintf(b.out, "    the events queue still holds %d tasks after %s more (webhooks-svc stored %.0f events/s meanwhile)\n",
+			left, time.Since(t0).Round(time.Second), float64(done-doneBefore)/time.Since(t0).Seconds())
+		return nil
+	}
+	fmt.Fprintf(b.out, "    webhooks-svc had stored the run's events %s after the last retry was scheduled (%s after the first create)\n",
+		time.Since(t0).Round(time.Second), time.Since(start).Round(time.Second))
+	return b.printMemory(ctx, n, usedBefore, "once the events are stored")
+}
+
+// printMemory prints what the payments queue's keys take in Redis, per scheduled retry.
+func (b *payBench) printMemory(ctx context.Context, n int, usedBefore int64, when string) error {
+	m, err := b.keysMemory(ctx)
+	if err != nil {
+		return err
+	}
+	mib := func(v int64) string { return fmt.Sprintf("%.1f MiB", float64(v)/(1<<20)) }
+	fmt.Fprintf(b.out, "    Redis, %s:\n", when)
+	fmt.Fprintf(b.out, "      %s keys: %d (%d scheduled tasks), %s by MEMORY USAGE of each + its name = %.0f bytes per retry; %s per 100,000 (target ≤ 100 MiB)\n",
+		paymentsKeyPattern, m.paymentKeys, m.scheduled, mib(m.paymentBytes), float64(m.paymentBytes)/float64(n), mib(m.paymentBytes*100_000/int64(n)))
+	kinds := slices.Sorted(maps.Keys(m.byKind))
+	var parts []string
+	for _, k := range kinds {
+		parts = append(parts, fmt.Sprintf("%s: %d keys, %s", k, m.byKind[k].keys, mib(m.byKind[k].bytes)))
+	}
+	fmt.Fprintf(b.out, "        (%s)\n", strings.Join(parts, "; "))
+	fmt.Fprintf(b.out, "      all keys: %d, %s by the same method (events queue: %d tasks waiting)\n", m.allKeys, mib(m.allBytes), m.eventsWaiting)
+	if used, err := b.usedMemory(ctx); err == nil {
+		fmt.Fprintf(b.out, "      INFO memory used_memory: %s, %s more than before the run = %.0f bytes per retry\n",
+			mib(used), mib(used-usedBefore), float64(used-usedBefore)/float64(n))
+	} else if !b.real {
+		fmt.Fprintf(b.out, "      (the embedded miniredis has no INFO memory; MEMORY USAGE there is the Go size of each value)\n")
+	}
+	return nil
+}
+
+type redisMemory struct {
+	paymentKeys, allKeys     int
+	paymentBytes, allBytes   int64
+	scheduled, eventsWaiting int64
+	// byKind splits the payments queue's keys by what follows "asynq:{payments}:" ("t" for
+	// the task hashes, "scheduled", "processed", …).
+	byKind map[string]*kindMemory
+}
+
+type kindMemory struct {
+	keys  int
+	bytes int64
+}
+
+// keysMemory sums MEMORY USAGE (plus the key's name) over every key, and over the payments
+// queue's keys.
+func (b *payBench) keysMemory(ctx context.Context) (redisMemory, error) {
+	m := redisMemory{byKind: map[string]*kindMemory{}}
+	var err error
+	if m.scheduled, err = b.rdb.ZCard(ctx, paymentsScheduledKey).Result(); err != nil {
+		return m, err
+	}
+	for _, k := range []string{"asynq:{events}:pending", "asynq:{events}:active"} {
+		n, err := b.rdb.LLen(ctx, k).Result()
+		if err != nil {
+			return m, err
+		}
+		m.eventsWaiting += n
+	}
+	var keys []string
+	var cursor uint64
+	for {
+		page, next, err := b.rdb.Scan(ctx, cursor, "*", 10000).Result()
+		if err != nil {
+			return m, err
+		}
+		keys = append(keys, page...)
+		if cursor = next; cursor == 0 {
+			break
+		}
+	}
+	const batch = 1000
+	for i := 0; i < len(keys); i += batch {
+		part := keys[i:min(i+batch, len(keys))]
+		pipe := b.rdb.Pipeline()
+		cmds := make([]*redis.IntCmd, len(part))
+		for j, k := range part {
+			cmds[j] = pipe.MemoryUsage(ctx, k)
+		}
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			return m, fmt.Errorf("MEMORY USAGE: %w", err)
+		}
+		for j, k := range part {
+			v, err := cmds[j].Result()
+			if err != nil {
+				continue // gone meanwhile
+			}
+			size := v + int64(len(k))
+			m.allKeys++
+			m.allBytes += size
+			if rest, ok := strings.CutPrefix(k, "asynq:{payments}:"); ok {
+				m.paymentKeys++
+				m.paymentBytes += size
+				kind, _, _ := strings.Cut(rest, ":")
+				if m.byKind[kind] == nil {
+					m.byKind[kind] = &kindMemory{}
+				}
+				m.byKind[kind].keys++
+				m.byKind[kind].bytes += size
+			}
+		}
+	}
+	return m, nil
+}
+
+// usedMemory is INFO memory's used_memory (a real Redis only).
+func (b *payBench) usedMemory(ctx context.Context) (int64, error) {
+	info, err := b.rdb.Info(ctx, "memory").Result()
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
+			return strconv.ParseInt(v, 10, 64)
+		}
+	}
+	return 0, errors.New("no used_memory in INFO memory")
+}
+
+// tasksDone is how many tasks of an asynq queue have been done (processed less failed): on
+// "payments" one per attempt run, on "events" one per event webhooks-svc stored (it finishes
+// an event's task only once the event is stored).
+func (b *payBench) tasksDone(ctx context.Context, queue string) (int, error) {
+	get := func(k string) (int, error) {
+		v, err := b.rdb.Get(ctx, k).Int()
+		if errors.Is(err, redis.Nil) {
+			return 0, nil
+		}
+		return v, err
+	}
+	processed, err := get("asynq:{" + queue + "}:processed")
+	if err != nil {
+		return 0, err
+	}
+	failed, err := get("asynq:{" + queue + "}:failed")
+	return processed - failed, err
+}
+
+// queueLeft is how many tasks an asynq queue holds waiting, running or to retry, and archived
+// too when archived is set.
+func (b *payBench) queueLeft(ctx context.Context, queue string, archived bool) (int64, error) {
+	var n int64
+	for _, part := range []string{"pending", "active"} {
+		v, err := b.rdb.LLen(ctx, "asynq:{"+queue+"}:"+part).Result()
+		if err != nil {
+			return 0, err
+		}
+		n += v
+	}
+	sets := []string{"retry"}
+	if archived {
+		sets = append(sets, "archived")
+	}
+	for _, part := range sets {
+		v, err := b.rdb.ZCard(ctx, "asynq:{"+queue+"}:"+part).Result()
+		if err != nil {
+			return 0, err
+		}
+		n += v
+	}
+	return n, nil
+}
+
+// settle waits until the payments and events queues have nothing waiting or running, so a part
+// does not measure the previous part's tail.
+func (b *payBench) settle(ctx context.Context) error { return b.settleFor(ctx, 5*time.Minute) }
+
+func (b *payBench) settleFor(ctx context.Context, timeout time.Duration) error {
+	return poll(ctx, timeout, 250*time.Millisecond, func() (bool, error) {
+		for _, q := range []string{"payments", "events"} {
+			n, err := b.queueLeft(ctx, q, false)
+			if err != nil || n > 0 {
+				return false, err
+			}
+		}
+		return true, nil
+	})
+}
+
+// sizes describes the collections as they stand: the payment requests and agreements this run
+// created, and the events webhooks-svc has stored since the stack started.
+func (b *payBench) sizes(ctx context.Context) string {
+	ev, err := b.tasksDone(ctx, "events")
+	evs := strconv.Itoa(ev)
+	if err != nil {
+		evs = "?"
+	}
+	return fmt.Sprintf("payment_requests %d documents, payment_agreements %d, simulated_charges ≈ payment_requests, webhooks-svc events %s", b.requests, b.agreements, evs)
+}
+
+// account creates a test key for a new account (no rate limit: the stack runs with them off).
+func (b *payBench) account(ctx context.Context, account string) (apiClient, error) {
+	res, status, err := b.st.Admin(ctx, http.MethodPost, "/admin/api_keys", map[string]any{"account": account})
+	if err != nil || status != http.StatusCreated {
+		return apiClient{}, fmt.Errorf("creating a key for %s: %d %v %v", account, status, res, err)
+	}
+	key, _ := res["secret"].(string)
+	return apiClient{base: b.st.GatewayURL, key: key, client: b.client}, nil
+}
+
+func (b *payBench) createAgreements(api apiClient, n int, token string) ([]string, error) {
+	body := fmt.Sprintf(`{"tenant":{"name":"Bench Tenant","email":"tenant@example.com"},"payment_methods":[{"type":"sepa_debit","token":%q,"preferred":true}]}`, token)
+	out := make([]string, 0, n)
+	for range n {
+		raw, err := api.call(fasthttp.MethodPost, "/v1/payment_agreements", body)
+		if err != nil {
+			return nil, err
+		}
+		var a struct{ ID string }
+		if err := json.Unmarshal(raw, &a); err != nil || a.ID == "" {
+			return nil, fmt.Errorf("create agreement: %s", raw)
+		}
+		out = append(out, a.ID)
+	}
+	b.agreements += n
+	return out, nil
+}
+
+// bulkCreate creates n requests in bulk calls of bulkSize, bulkConcurrency calls in flight;
+// element j of each call is against agreements[j % len], as a landlord's monthly run over its
+// tenants would be. It returns the ids created.
+func (b *payBench) bulkCreate(ctx context.Context, api apiClient, agreements []string, n int, tag string, prog *progress) ([]string, error) {
+	calls := (n + bulkSize - 1) / bulkSize
+	ids := make([][]string, calls)
+	next := make(chan int)
+	errs := make(chan error, bulkConcurrency)
+	var wg sync.WaitGroup
+	for range bulkConcurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c := range next {
+				size := min(bulkSize, n-c*bulkSize)
+				var sb strings.Builder
+				sb.WriteString(`{"requests":[`)
+				for j := range size {
+					if j > 0 {
+						sb.WriteByte(',')
+					}
+					fmt.Fprintf(&sb, `{"payment_agreement":%q,"amount":%d,"currency":"eur","description":"bench %s %d"}`,
+						agreements[j%len(agreements)], 1000+j, tag, c*bulkSize+j)
+				}
+				sb.WriteString(`]}`)
+				raw, err := api.call(fasthttp.MethodPost, "/v1/payment_requests/bulk", sb.String())
+				if err != nil {
+					errs <- err
+					return
+				}
+				var out struct {
+					Data []struct {
+						ID string `json:"id"`
+					} `json:"data"`
+					TotalCreated int `json:"total_created"`
+				}
+				if err := json.Unmarshal(raw, &out); err != nil || out.TotalCreated != size || len(out.Data) != size {
+					errs <- fmt.Errorf("bulk create answered %.200s", raw)
+					return
+				}
+				for _, d := range out.Data {
+					ids[c] = append(ids[c], d.ID)
+				}
+				if prog != nil {
+					prog.add(size)
+				}
+			}
+		}()
+	}
+	var err error
+feed:
+	for c := range calls {
+		select {
+		case next <- c:
+		case err = <-errs:
+			break feed
+		case <-ctx.Done():
+			err = ctx.Err()
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if err == nil {
+		select {
+		case err = <-errs:
+		default:
+		}
+	}
+	var all []string
+	for _, part := range ids {
+		all = append(all, part...)
+	}
+	b.requests += len(all)
+	return all, err
+}
+
+// progress prints how far a long creation has got, every 30 s.
+type progress struct {
+	mu    sync.Mutex
+	out   io.Writer
+	total int
+	done  int
+	start time.Time
+	last  time.Time
+}
+
+func newProgress(out io.Writer, total int) *progress {
+	now := time.Now()
+	return &progress{out: out, total: total, start: now, last: now}
+}
+
+func (p *progress) add(n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.done += n
+	if time.Since(p.last) >= 30*time.Second {
+		p.last = time.Now()
+		fmt.Fprintf(p.out, "      … %d of %d created after %s\n", p.done, p.total, time.Since(p.start).Round(time.Second))
+	}
+}
+
+// any reports whether a list (its path with limit=1) has any object.
+func (a apiClient) any(path string) (bool, error) {
+	raw, err := a.call(fasthttp.MethodGet, path, "")
+	if err != nil {
+		return false, err
+	}
+	var l struct {
+		Data []json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal(raw, &l); err != nil {
+		return false, fmt.Errorf("GET %s: %w", path, err)
+	}
+	return len(l.Data) > 0, nil
+}
+
+// poll calls cond every interval until it reports true, fails, or timeout passes.
+func poll(ctx context.Context, timeout, interval time.Duration, cond func() (bool, error)) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, err := cond()
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not within %s", timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(interval):
+		}
+	}
+}
