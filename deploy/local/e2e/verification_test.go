@@ -95,7 +95,6 @@ func (c vs) cancel(id string, body map[string]any) response {
 	return call(c.t, "POST", c.p.GatewayURL+"/v1/verification_sessions/"+id+"/cancel", c.key, body)
 }
 
-
 func sub(m map[string]any, k string) map[string]any { o, _ := m[k].(map[string]any); return o }
 
 // wantErr checks an error answer.
