@@ -1,9 +1,71 @@
 package main
 
-import "rentalplatform/libs/service"
+import (
+	"errors"
+	"fmt"
+	"time"
 
-// spec names verification-svc and its defaults; so far it reads only the settings every service shares
-// (docs/architecture.md).
+	"rentalplatform/libs/asynqx"
+	"rentalplatform/libs/config"
+	"rentalplatform/libs/service"
+
+	"rentalplatform/verification-svc/internal/domain"
+)
+
+// spec names verification-svc and its defaults of the settings every service shares.
 func spec() service.Spec {
 	return service.Spec{Name: "verification-svc", HTTPAddr: "127.0.0.1:8091", MongoDatabase: "verification"}
+}
+
+// Config is everything verification-svc reads from the environment (docs/architecture.md and
+// the README's configuration table).
+type Config struct {
+	config.Base
+	RedisURL string
+	// SessionTTL is a new session's lifetime.
+	SessionTTL time.Duration
+	// ExpirySweep is how often sessions whose expiry task was lost are looked for.
+	ExpirySweep time.Duration
+	// ExpiryConcurrency is how many expiry tasks run at once.
+	ExpiryConcurrency int
+	// WebhookAllowPrivate lifts the private-address guard on webhook_url (local receivers).
+	WebhookAllowPrivate bool
+	OutboxRelayInterval time.Duration
+}
+
+func loadConfig(getenv config.Getenv) (Config, error) {
+	base, baseErr := config.LoadBase(getenv, spec().Defaults())
+	r := config.NewReader(getenv)
+	cfg := Config{
+		Base:                base,
+		RedisURL:            r.String("REDIS_URL", "redis://127.0.0.1:6379/0"),
+		SessionTTL:          r.Duration("VERIFICATION_SESSION_TTL", domain.DefaultTTL),
+		ExpirySweep:         r.Duration("VERIFICATION_EXPIRY_SWEEP_INTERVAL", 30*time.Second),
+		ExpiryConcurrency:   r.Int("VERIFICATION_EXPIRY_CONCURRENCY", 20, 1, 1000),
+		WebhookAllowPrivate: r.Bool("VERIFICATION_WEBHOOK_ALLOW_PRIVATE", false),
+		OutboxRelayInterval: r.Duration("OUTBOX_RELAY_INTERVAL", time.Second),
+	}
+	errs := []error{baseErr, r.Err()}
+	if _, err := asynqx.RedisOpt(cfg.RedisURL); err != nil {
+		errs = append(errs, err)
+	}
+	// expires_at is shown in whole seconds, so a lifetime is too.
+	if cfg.SessionTTL < time.Second {
+		errs = append(errs, fmt.Errorf("VERIFICATION_SESSION_TTL must be at least 1s"))
+	}
+	for _, p := range []struct {
+		name string
+		d    time.Duration
+	}{
+		{"VERIFICATION_EXPIRY_SWEEP_INTERVAL", cfg.ExpirySweep},
+		{"OUTBOX_RELAY_INTERVAL", cfg.OutboxRelayInterval},
+	} {
+		if p.d <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be longer than 0", p.name))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	return cfg, nil
 }

@@ -2,11 +2,72 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"rentalplatform/libs/ids"
+	"rentalplatform/libs/service"
+
+	asynqadapter "rentalplatform/verification-svc/internal/adapters/asynq"
+	"rentalplatform/verification-svc/internal/adapters/mongo"
+	"rentalplatform/verification-svc/internal/app"
+	httpport "rentalplatform/verification-svc/internal/ports/http"
+	"rentalplatform/verification-svc/internal/ports/worker"
+	"rentalplatform/verification-svc/internal/tasks"
 )
 
-// run is the composition root. The service has no resources yet: the shared runtime checks the
-// gateway identity, answers health checks, and 404s every other route.
+// sweepGrace is how long past its expires_at a session is left to its expiry task before the
+// sweep expires it: the task normally runs within a second.
+const sweepGrace = 5 * time.Second
+
+// run is the composition root: it builds the service from its configuration, serves until
+// ctx ends, then shuts down and returns the first problem met.
 func run(ctx context.Context, getenv func(string) string, stdout io.Writer) error {
-	return spec().Run(ctx, getenv, stdout, nil)
+	cfg, err := loadConfig(getenv)
+	if err != nil {
+		return err
+	}
+	rt, err := service.Start(ctx, spec().Name, cfg.Base, stdout)
+	if err != nil {
+		return err
+	}
+	fail := func(err error) error { return errors.Join(err, rt.Close()) }
+	q, err := rt.ConnectQueue(cfg.RedisURL, cfg.OutboxRelayInterval)
+	if err != nil {
+		return fail(err)
+	}
+	sessions := mongo.NewSessions(rt.Store, q.Relay)
+	if err := sessions.EnsureIndexes(ctx); err != nil {
+		return fail(err)
+	}
+	if cfg.WebhookAllowPrivate {
+		rt.Log.WarnContext(ctx, "webhook_url private-address guard lifted (local development only)")
+	}
+
+	svc := app.New(app.Deps{
+		Sessions:  sessions,
+		Scheduler: asynqadapter.NewScheduler(q.Client, rt.Tel.Propagator),
+		// No verification provider exists yet: live sessions stay created (docs/api.md).
+		Provider: nil,
+		Now:      time.Now,
+		IDs:      ids.NewGenerator(nil),
+		Log:      rt.Log,
+	}, app.Config{
+		TTL:           cfg.SessionTTL,
+		AllowPrivate:  cfg.WebhookAllowPrivate,
+		RenderSession: httpport.SessionObject,
+		RenderReport:  httpport.ReportObject,
+	})
+	httpport.Register(rt.App, svc)
+	if err := rt.Work(q, tasks.QueueVerification, cfg.ExpiryConcurrency, func(mux *asynq.ServeMux) { worker.Register(mux, svc) }); err != nil {
+		return fail(err)
+	}
+	rt.Go(func(ctx context.Context) {
+		service.Every(ctx, rt.Log, "expiry sweep", cfg.ExpirySweep, worker.Sweep(svc, rt.Log, sweepGrace))
+	})
+
+	return rt.Serve(ctx)
 }

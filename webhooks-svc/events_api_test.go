@@ -249,6 +249,6 @@ func TestPrivateURLsAreRefused(t *testing.T) {
 	c.do("POST", "/v1/webhook_endpoints/"+id, `{"url":"https://192.168.0.10/"}`).
 		wantError(t, 400, "invalid_request_error", "url_not_allowed", "url")
 
-	// Where a name leads is checked on every connection instead (internal/netguard and
+	// Where a name leads is checked on every connection instead (libs/netguard and
 	// internal/adapters/webhookhttp test a name resolving to loopback, and redirects).
 }

@@ -3,17 +3,13 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
-	"sync"
 	"time"
 
 	"github.com/hibiken/asynq"
 
-	"rentalplatform/libs/asynqx"
 	"rentalplatform/libs/events"
 	"rentalplatform/libs/ids"
-	"rentalplatform/libs/outbox"
 	"rentalplatform/libs/service"
 
 	asynqadapter "rentalplatform/webhooks-svc/internal/adapters/asynq"
@@ -46,20 +42,12 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		return err
 	}
 	fail := func(err error) error { return errors.Join(err, rt.Close()) }
-	log, tp, prop := rt.Log, rt.Tel.TracerProvider, rt.Tel.Propagator
-
-	redisOpt, err := asynqx.RedisOpt(cfg.RedisURL)
+	log := rt.Log
+	q, err := rt.ConnectQueue(cfg.RedisURL, cfg.OutboxRelayInterval)
 	if err != nil {
 		return fail(err)
 	}
-	client := asynq.NewClient(redisOpt)
-	rt.OnClose(func(context.Context) error { return client.Close() })
-	rt.AddCheck("redis", func(context.Context) error { return client.Ping() })
-
-	// Outbox: the store hands the events of each write to the relay's fast path; the relay
-	// catches what it missed once it has waited longer than a fast path takes.
-	relay := outbox.NewRelay(outbox.NewPublisher(client, prop), log, cfg.OutboxRelayInterval,
-		max(2*time.Second, 2*cfg.OutboxRelayInterval))
+	relay, client := q.Relay, q.Client
 	endpoints := mongo.NewRepository(rt.Store, relay, cfg.EndpointCacheTTL)
 	eventStore := mongo.NewEvents(rt.Store)
 	deliveries := mongo.NewDeliveries(rt.Store)
@@ -86,7 +74,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		Endpoints:  endpoints,
 		Events:     eventStore,
 		Deliveries: deliveries,
-		Scheduler:  asynqadapter.NewScheduler(client, prop, cfg.Timeout),
+		Scheduler:  asynqadapter.NewScheduler(client, rt.Tel.Propagator, cfg.Timeout),
 		Sender:     webhookhttp.New(webhookhttp.Config{Timeout: cfg.Timeout, AllowPrivate: cfg.AllowPrivate, TLSInsecure: cfg.TLSInsecure}),
 		Clock:      app.ClockFunc(time.Now),
 		IDs:        ids.NewGenerator(nil),
@@ -111,28 +99,16 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		{events.Queue, eventsConcurrency, worker.RegisterEvents},
 		{tasks.QueueWebhooks, cfg.Concurrency, worker.RegisterDeliveries},
 	} {
-		srv := asynq.NewServer(redisOpt, asynqx.ServerConfig(map[string]int{s.queue: 1}, s.concurrency, log))
-		mux := asynq.NewServeMux()
-		mux.Use(asynqx.TraceMiddleware(tp, prop))
-		s.register(mux, svc)
-		if err := srv.Start(mux); err != nil {
-			return fail(fmt.Errorf("start %s worker: %w", s.queue, err))
+		if err := rt.Work(q, s.queue, s.concurrency, func(mux *asynq.ServeMux) { s.register(mux, svc) }); err != nil {
+			return fail(err)
 		}
-		rt.OnClose(func(context.Context) error { srv.Shutdown(); return nil })
 	}
-
-	// Background loops, stopped first at shutdown (closers run last-registered first), while
-	// Redis and MongoDB are still open.
-	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = relay.Run(bg) })
-	wg.Go(func() {
-		worker.Every(bg, log, "purge", purgeInterval(cfg.EventsRetention), worker.Purge(svc, log))
+	rt.Go(func(ctx context.Context) {
+		service.Every(ctx, log, "purge", purgeInterval(cfg.EventsRetention), worker.Purge(svc, log))
 	})
-	wg.Go(func() {
-		worker.Every(bg, log, "reschedule", rescheduleEvery, worker.Reschedule(svc, rescheduleEvery))
+	rt.Go(func(ctx context.Context) {
+		service.Every(ctx, log, "reschedule", rescheduleEvery, worker.Reschedule(svc, rescheduleEvery))
 	})
-	rt.OnClose(func(context.Context) error { stop(); wg.Wait(); return nil })
 
 	return rt.Serve(ctx)
 }

@@ -530,15 +530,7 @@ func TestRunRefusesBadConfig(t *testing.T) {
 		"WEBHOOKS_CONCURRENCY":        "0",
 		"OUTBOX_RELAY_INTERVAL":       "0",
 	}
-	err := run(t.Context(), func(k string) string { return env[k] }, io.Discard)
-	if err == nil {
-		t.Fatal("run accepted a bad configuration")
-	}
-	for name := range env {
-		if !strings.Contains(err.Error(), name) {
-			t.Errorf("the error does not name %s:\n%v", name, err)
-		}
-	}
+	servicetest.RefusesConfig(t, run, env)
 }
 
 func TestConfigDefaults(t *testing.T) {

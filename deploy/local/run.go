@@ -15,8 +15,11 @@ import (
 	"rentalplatform/libs/config"
 )
 
-// devOnly are the safety settings of webhooks-svc the local stack relaxes by default.
-var devOnly = []string{"WEBHOOKS_ALLOW_PRIVATE", "WEBHOOKS_TLS_INSECURE"}
+// devOnly are the safety settings, by program, the local stack relaxes by default.
+var devOnly = map[string][]string{
+	"webhooks-svc":     {"WEBHOOKS_ALLOW_PRIVATE", "WEBHOOKS_TLS_INSECURE"},
+	"verification-svc": {"VERIFICATION_WEBHOOK_ALLOW_PRIVATE"},
+}
 
 // run takes the whole environment rather than a getenv: handing each program the settings it
 // documents (stack.Options.Environ) is the launcher's job.
@@ -71,7 +74,7 @@ func options(environ []string, stdout io.Writer) (stack.Options, error) {
 		// the user, and fixed service ports would keep two stacks from running side by side.
 		ServiceAddrs: map[string]string{},
 		Environ:      environ,
-		ProgramEnv:   map[string]map[string]string{"webhooks-svc": {}},
+		ProgramEnv:   map[string]map[string]string{},
 		Output:       stdout,
 	}
 	for name, v := range stack.ServiceAddrVars() {
@@ -88,10 +91,14 @@ func options(environ []string, stdout io.Writer) (stack.Options, error) {
 		}
 	}
 	// On one machine, webhook receivers are usually on localhost with self-signed certificates,
-	// so the local stack lifts the private-address guard and certificate checks (both off by
-	// default in every deployment) unless told otherwise; the banner says so.
-	for _, k := range devOnly {
-		opts.ProgramEnv["webhooks-svc"][k] = r.String(k, "true")
+	// so the local stack lifts the private-address guards (of webhook endpoints and of
+	// verification sessions' webhook_url) and certificate checks (all off by default in every
+	// deployment) unless told otherwise; the banner says so.
+	for program, settings := range devOnly {
+		opts.ProgramEnv[program] = map[string]string{}
+		for _, k := range settings {
+			opts.ProgramEnv[program][k] = r.String(k, "true")
+		}
 	}
 	return opts, nil
 }
@@ -152,13 +159,15 @@ func printBanner(w io.Writer, st *stack.Stack, opts stack.Options) {
 	}
 	fmt.Fprintf(&b, "\n  Rate limits per account: %s; 0 turns one off\n", strings.Join(limits, ", "))
 	b.WriteString("\n  Webhook deliveries on this machine:\n")
-	for _, k := range devOnly {
-		v := opts.ProgramEnv["webhooks-svc"][k]
-		fmt.Fprintf(&b, "    %s=%s", k, v)
-		if v == "true" {
-			b.WriteString("   (relaxed for local receivers; off in any real deployment)")
+	for _, program := range []string{"webhooks-svc", "verification-svc"} {
+		for _, k := range devOnly[program] {
+			v := opts.ProgramEnv[program][k]
+			fmt.Fprintf(&b, "    %s=%s", k, v)
+			if v == "true" {
+				b.WriteString("   (relaxed for local receivers; off in any real deployment)")
+			}
+			b.WriteString("\n")
 		}
-		b.WriteString("\n")
 	}
 	b.WriteString("\n  Ctrl-C stops everything. Logs of every program follow, prefixed with its name.\n")
 	b.WriteString("=============================================================\n")

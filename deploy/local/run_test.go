@@ -31,4 +31,7 @@ func TestOptions(t *testing.T) {
 	if dev["WEBHOOKS_ALLOW_PRIVATE"] != "true" || dev["WEBHOOKS_TLS_INSECURE"] != "false" {
 		t.Errorf("webhooks-svc's dev defaults = %v; want ALLOW_PRIVATE true (unset), TLS_INSECURE false (as set)", dev)
 	}
+	if v := opts.ProgramEnv["verification-svc"]; v["VERIFICATION_WEBHOOK_ALLOW_PRIVATE"] != "true" {
+		t.Errorf("verification-svc's dev defaults = %v; want WEBHOOK_ALLOW_PRIVATE true (unset)", v)
+	}
 }

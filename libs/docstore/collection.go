@@ -47,6 +47,10 @@ type Collection[T any] struct {
 
 	mu     sync.Mutex
 	queues map[string]*queue[T] // writers waiting, by document
+
+	// pending: the documents whose outbox holds events, where the strategy keeps them in
+	// memory (pending.go); nil otherwise.
+	pending *pendingIndex
 }
 
 // NewCollection returns the collection name of db. It panics if T does not embed Meta inline:
@@ -71,7 +75,10 @@ func NewCollection[T any](db *DB, name string, opts Options) *Collection[T] {
 		c.cache = fifo.New[string, bson.Raw](opts.Cache)
 	}
 	if c.relay != nil {
-		c.relay.Add(c)
+		if db.strategy.tracksPending() {
+			c.pending = newPendingIndex()
+		}
+		c.relay.Add(c) // the relay may sweep the collection at once: it is complete by now
 	}
 	return c
 }
@@ -226,6 +233,7 @@ func (c *Collection[T]) InsertAll(ctx context.Context, docs []T) ([]bool, error)
 		case err == nil:
 			created[i] = true
 			c.remember(id, raws[i])
+			c.pending.note(id, metaOf(&docs[i]).OutboxSince)
 			c.dispatch(ctx, id, boxes[i])
 		case mongo.IsDuplicateKeyError(err):
 		default:
@@ -271,6 +279,7 @@ func (c *Collection[T]) dispatch(ctx context.Context, id string, box []outbox.Do
 func (c *Collection[T]) Delete(ctx context.Context, id string) error {
 	_, err := c.coll.DeleteOne(ctx, byID(id))
 	c.forget(id)
+	c.pending.note(id, nil)
 	if err != nil {
 		return fmt.Errorf("delete %s %s: %w", c.coll.Name(), id, err)
 	}
@@ -283,6 +292,7 @@ func (c *Collection[T]) DeleteMany(ctx context.Context, filter bson.D) (int64, e
 	if c.cache != nil {
 		c.cache.Clear()
 	}
+	c.pending.unprime()
 	if err != nil {
 		return 0, fmt.Errorf("delete from %s: %w", c.coll.Name(), err)
 	}

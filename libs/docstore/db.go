@@ -60,6 +60,9 @@ type strategy interface {
 	createsIndex(unique bool) bool
 	// ttlIndexes reports whether the server expires documents by a TTL index.
 	ttlIndexes() bool
+	// tracksPending reports whether the collections keep in memory which documents' outboxes
+	// hold events (pending.go): only where one process owns the data.
+	tracksPending() bool
 }
 
 // writer stores documents. Every method reports whether its write landed: false when the
@@ -78,6 +81,7 @@ func (mongoDB) multiProcess() bool            { return true }
 func (mongoDB) clearsOnPublish() bool         { return true }
 func (mongoDB) createsIndex(unique bool) bool { return true }
 func (mongoDB) ttlIndexes() bool              { return true }
+func (mongoDB) tracksPending() bool           { return false }
 func (mongoDB) writer(coll *mongo.Collection) writer {
 	return direct{coll: coll}
 }
@@ -96,6 +100,7 @@ func (embedded) multiProcess() bool            { return false }
 func (embedded) clearsOnPublish() bool         { return false }
 func (embedded) createsIndex(unique bool) bool { return unique }
 func (embedded) ttlIndexes() bool              { return false }
+func (embedded) tracksPending() bool           { return true }
 func (embedded) writer(coll *mongo.Collection) writer {
 	return grouped{coll: coll, batch: newBatcher(coll)}
 }

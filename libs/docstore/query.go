@@ -119,6 +119,9 @@ func (c *Collection[T]) PageOn(ctx context.Context, key string, filter bson.D, p
 // Pending implements outbox.Store: the aggregates whose outbox has held events since before
 // the cutoff, deleted ones included.
 func (c *Collection[T]) Pending(ctx context.Context, before time.Time, limit int) ([]outbox.Batch, error) {
+	if c.pending != nil {
+		return c.pendingFromIndex(ctx, before, limit)
+	}
 	var docs []struct {
 		ID     string       `bson:"_id"`
 		Outbox []outbox.Doc `bson:"outbox"`

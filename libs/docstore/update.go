@@ -182,6 +182,7 @@ func (c *Collection[T]) attempt(ctx context.Context, id string, batch []*op[T], 
 			return false, wrap(err, "remove", c.coll.Name(), id)
 		}
 		c.forget(id)
+		c.pending.note(id, nil)
 		c.results(batch, doc, last)
 		return true, nil
 	}
@@ -194,6 +195,7 @@ func (c *Collection[T]) attempt(ctx context.Context, id string, batch []*op[T], 
 		return false, wrap(err, "replace", c.coll.Name(), id)
 	}
 	c.remember(id, final)
+	c.pending.note(id, m.OutboxSince)
 	c.results(batch, doc, final)
 	c.dispatch(ctx, id, raised)
 	return true, nil

@@ -32,19 +32,29 @@ type Data struct {
 	PreviousAttributes json.RawMessage `json:"previous_attributes,omitempty"`
 }
 
-// Event is the internal form of an event: the rendered envelope plus the owning account.
-// PendingWebhooks is only known to webhooks-svc.
+// Destination is where one event goes instead of the account's webhook endpoints: a URL of
+// the object's own (a verification session's webhook_url) and the secret that signs its
+// deliveries there. It is routing, not content: Render never shows it.
+type Destination struct {
+	URL    string `json:"url"`
+	Secret string `json:"secret"`
+}
+
+// Event is the internal form of an event: the rendered envelope plus the owning account and,
+// for an object that names its own webhook URL, its Destination. PendingWebhooks is only
+// known to webhooks-svc.
 type Event struct {
-	ID              string  `json:"id"`
-	Object          string  `json:"object"`
-	Type            string  `json:"type"`
-	Account         string  `json:"account"`
-	APIVersion      string  `json:"api_version"`
-	Created         int64   `json:"created"`
-	Livemode        bool    `json:"livemode"`
-	PendingWebhooks int     `json:"pending_webhooks"`
-	Request         Request `json:"request"`
-	Data            Data    `json:"data"`
+	ID              string       `json:"id"`
+	Object          string       `json:"object"`
+	Type            string       `json:"type"`
+	Account         string       `json:"account"`
+	APIVersion      string       `json:"api_version"`
+	Created         int64        `json:"created"`
+	Livemode        bool         `json:"livemode"`
+	PendingWebhooks int          `json:"pending_webhooks"`
+	Request         Request      `json:"request"`
+	Data            Data         `json:"data"`
+	Destination     *Destination `json:"destination,omitempty"`
 }
 
 // Change describes one customer-visible change.
@@ -58,6 +68,9 @@ type Change struct {
 	Previous map[string]any
 	// Caller is the API request that made the change; nil for background transitions.
 	Caller *identity.Identity
+	// Destination, when set, replaces the account's webhook endpoints as where the event is
+	// delivered (docs/events.md, "Deliveries to an object's own webhook_url").
+	Destination *Destination
 }
 
 // New builds the event for a change. The object is rendered to JSON now and kept as bytes, so
@@ -76,6 +89,10 @@ func New(gen *ids.Generator, now time.Time, c Change) (Event, error) {
 		Created:    now.Unix(),
 		Livemode:   c.Livemode,
 		Data:       Data{Object: obj},
+	}
+	if c.Destination != nil {
+		d := *c.Destination
+		e.Destination = &d
 	}
 	if c.Previous != nil {
 		if e.Data.PreviousAttributes, err = json.Marshal(c.Previous); err != nil {
@@ -96,7 +113,7 @@ func nonEmpty(s string) *string {
 	return &s
 }
 
-// Public is the envelope as clients see it: without the account.
+// Public is the envelope as clients see it: without the account or the destination.
 type Public struct {
 	ID              string  `json:"id"`
 	Object          string  `json:"object"`
@@ -129,6 +146,9 @@ func Unmarshal(b []byte) (Event, error) {
 	}
 	if !ids.Valid(ids.Event, e.ID) || e.Type == "" || e.Account == "" || len(e.Data.Object) == 0 {
 		return Event{}, fmt.Errorf("decode event: not an event (id %q, type %q)", e.ID, e.Type)
+	}
+	if d := e.Destination; d != nil && (d.URL == "" || d.Secret == "") {
+		return Event{}, fmt.Errorf("decode event %s: a destination needs a url and a secret", e.ID)
 	}
 	return e, nil
 }

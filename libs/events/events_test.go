@@ -69,3 +69,24 @@ func TestPayloadRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// A destination routes the event; it is never part of what the API or a receiver sees, and a
+// payload with half a destination is refused rather than delivered unsigned or nowhere.
+func TestDestinationIsNeverRendered(t *testing.T) {
+	e, err := New(ids.NewGenerator(nil), time.Now(), Change{Type: "x.y", Account: "acct_a", Object: obj{ID: "vs_1"},
+		Destination: &Destination{URL: "https://hooks.example.com/x", Secret: "whsec_c2VjcmV0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(Render(e, "v"))
+	if strings.Contains(string(b), "hooks.example.com") || strings.Contains(string(b), "whsec_") {
+		t.Fatalf("rendered event shows its destination: %s", b)
+	}
+	payload, _ := Marshal(e)
+	for _, half := range []string{`"secret":"whsec_c2VjcmV0"`, `"url":"https://hooks.example.com/x"`} {
+		bad := strings.Replace(string(payload), half, strings.Split(half, ":")[0]+`:""`, 1)
+		if _, err := Unmarshal([]byte(bad)); err == nil {
+			t.Errorf("Unmarshal accepted a destination without %s: %s", half, bad)
+		}
+	}
+}

@@ -25,6 +25,7 @@ const (
 	VerificationSessionFailed     = "verification_session.failed"
 	VerificationSessionExpired    = "verification_session.expired"
 	VerificationSessionCanceled   = "verification_session.canceled"
+	VerificationSessionRedacted   = "verification_session.redacted"
 	VerificationReportCreated     = "verification_report.created"
 
 	CollectionCaseCreated = "collection_case.created"
@@ -47,7 +48,7 @@ var all = []string{
 	WebhookEndpointCreated, WebhookEndpointUpdated, WebhookEndpointDeleted, WebhookEndpointDisabled,
 	VerificationSessionCreated, VerificationSessionPending, VerificationSessionProcessing,
 	VerificationSessionCompleted, VerificationSessionFailed, VerificationSessionExpired,
-	VerificationSessionCanceled, VerificationReportCreated,
+	VerificationSessionCanceled, VerificationSessionRedacted, VerificationReportCreated,
 	CollectionCaseCreated, CollectionCaseUpdated, CollectionCaseClosed, CaseFileCreated,
 	PaymentRequestCreated, PaymentRequestProcessing, PaymentRequestRetrying, PaymentRequestSucceeded,
 	PaymentRequestFailed, PaymentRequestCancelled, PaymentAgreementCreated, PaymentAgreementUpdated,

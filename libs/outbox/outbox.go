@@ -42,6 +42,9 @@ type Doc struct {
 	Previous       string  `bson:"previous,omitempty"`
 	Traceparent    string  `bson:"traceparent,omitempty"`
 	Tracestate     string  `bson:"tracestate,omitempty"`
+	// DestinationURL and DestinationSecret are the event's events.Destination, when it has one.
+	DestinationURL    string `bson:"destination_url,omitempty"`
+	DestinationSecret string `bson:"destination_secret,omitempty"`
 }
 
 // ToDoc returns the stored form of e, with the trace context of ctx.
@@ -50,6 +53,9 @@ func ToDoc(ctx context.Context, prop propagation.TextMapPropagator, e events.Eve
 		ID: e.ID, Type: e.Type, Account: e.Account, APIVersion: e.APIVersion, Created: e.Created,
 		Livemode: e.Livemode, RequestID: e.Request.ID, IdempotencyKey: e.Request.IdempotencyKey,
 		Object: string(e.Data.Object), Previous: string(e.Data.PreviousAttributes),
+	}
+	if e.Destination != nil {
+		d.DestinationURL, d.DestinationSecret = e.Destination.URL, e.Destination.Secret
 	}
 	if prop != nil {
 		carrier := propagation.MapCarrier{}
@@ -69,6 +75,9 @@ func (d Doc) Event() events.Event {
 	}
 	if d.Previous != "" {
 		e.Data.PreviousAttributes = json.RawMessage(d.Previous)
+	}
+	if d.DestinationURL != "" {
+		e.Destination = &events.Destination{URL: d.DestinationURL, Secret: d.DestinationSecret}
 	}
 	return e
 }

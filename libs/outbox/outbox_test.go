@@ -240,3 +240,29 @@ func TestSweepReadsPageAfterPage(t *testing.T) {
 		t.Fatalf("%d events queued (%v), want %d", len(q), err, n)
 	}
 }
+
+// A destination (a verification session's webhook_url and its signing secret) survives the
+// stored form and the task payload, so webhooks-svc routes the event where its object says;
+// an event without one has none.
+func TestDestinationRoundTrip(t *testing.T) {
+	gen := ids.NewGenerator(nil)
+	dest := &events.Destination{URL: "https://hooks.example.com/vs", Secret: "whsec_c2VjcmV0"}
+	for _, want := range []*events.Destination{dest, nil} {
+		e, err := events.New(gen, time.Now(), events.Change{Type: "verification_session.created", Account: "acct_a",
+			Object: map[string]string{"id": "vs_1"}, Destination: want})
+		if err != nil {
+			t.Fatal(err)
+		}
+		payload, err := events.Marshal(ToDoc(context.Background(), prop, e).Event())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := events.Unmarshal(payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (got.Destination == nil) != (want == nil) || (want != nil && *got.Destination != *want) {
+			t.Errorf("destination %+v came back as %+v", want, got.Destination)
+		}
+	}
+}

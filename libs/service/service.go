@@ -41,6 +41,7 @@ type Runtime struct {
 	cfg     config.Base
 	checks  []fiberx.Check
 	closers []func(context.Context) error
+	bg      *background // nil until Go is first called
 }
 
 // Start builds the runtime from the shared configuration. On error nothing is left open.

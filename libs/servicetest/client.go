@@ -89,3 +89,33 @@ func (c *Client) Do(method, target, body string) Response {
 	}
 	return out
 }
+
+// For returns a copy of the client acting for account in the given mode and reporting
+// failures to t (a subtest).
+func (c *Client) For(t testing.TB, account string, livemode bool) *Client {
+	cp := *c
+	cp.T, cp.Account, cp.Livemode = t, account, livemode
+	return &cp
+}
+
+// Str returns the string field key of the body ("" when it is not one).
+func (r Response) Str(key string) string { s, _ := r.Body[key].(string); return s }
+
+// WantOK fails t unless the status is 200.
+func (r Response) WantOK(t testing.TB) Response {
+	t.Helper()
+	if r.Status != http.StatusOK {
+		t.Fatalf("status %d, want 200: %s", r.Status, r.Raw)
+	}
+	return r
+}
+
+// WantError fails t unless the answer is the error envelope with this status, type, code and
+// param, and a message.
+func (r Response) WantError(t testing.TB, status int, typ, code, param string) {
+	t.Helper()
+	e, _ := r.Body["error"].(map[string]any)
+	if r.Status != status || e == nil || e["type"] != typ || r.ErrCode() != code || r.ErrParam() != param || e["message"] == "" {
+		t.Fatalf("got %d %s; want %d %s/%s param %q", r.Status, r.Raw, status, typ, code, param)
+	}
+}

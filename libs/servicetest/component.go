@@ -6,6 +6,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -60,18 +61,28 @@ func Component(t *testing.T, run RunFunc, env map[string]string) {
 		}
 		maps.Copy(vars, bad)
 		vars["HTTP_ADDR"] = "127.0.0.1:0"
-		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-		defer cancel()
-		err := run(ctx, func(k string) string { return vars[k] }, io.Discard)
-		if err == nil {
-			t.Fatal("run with bad settings returned nil; want an error naming each of them")
-		}
-		for name := range bad {
-			if !strings.Contains(err.Error(), name) {
-				t.Errorf("run = %v; want an error naming every bad variable, %s too", err, name)
-			}
-		}
+		RefusesConfig(t, run, vars, slices.Collect(maps.Keys(bad))...)
 	})
+}
+
+// RefusesConfig runs run with env as its whole environment and checks that it returns, without
+// serving, an error naming each of the variables bad (all of env's when none are given).
+func RefusesConfig(t *testing.T, run RunFunc, env map[string]string, bad ...string) {
+	t.Helper()
+	if len(bad) == 0 {
+		bad = slices.Collect(maps.Keys(env))
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	err := run(ctx, func(k string) string { return env[k] }, io.Discard)
+	if err == nil {
+		t.Fatal("run with bad settings returned nil; want an error naming each of them")
+	}
+	for _, name := range bad {
+		if !strings.Contains(err.Error(), name) {
+			t.Errorf("run = %v; want an error naming every bad variable, %s too", err, name)
+		}
+	}
 }
 
 // get fetches url, setting headers with sign when it is not nil.

@@ -3,8 +3,9 @@ package app
 import (
 	"net/url"
 
+	"rentalplatform/libs/netguard"
+
 	"rentalplatform/webhooks-svc/internal/domain"
-	"rentalplatform/webhooks-svc/internal/netguard"
 )
 
 // checkURL refuses an endpoint URL whose host is an internal address or localhost, unless the

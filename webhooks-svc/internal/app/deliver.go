@@ -33,6 +33,20 @@ func (s *Service) Deliver(ctx context.Context, id string, attempt int) error {
 	if !d.Due(attempt) {
 		return s.settle(ctx, d)
 	}
+	if d.ToDestination() {
+		ev, err := s.Events.Event(ctx, d.Event())
+		if errors.Is(err, domain.ErrEventNotFound) {
+			return s.abandon(ctx, id)
+		}
+		if err != nil {
+			return err
+		}
+		ep, ok := domain.DestinationEndpoint(ev)
+		if !ok {
+			return s.abandon(ctx, id)
+		}
+		return s.attempt(ctx, d, attempt, ep, ev)
+	}
 	// The endpoint comes from the delivery path's cache; a disabled or deleted one is read
 	// again from the store before the delivery is parked or abandoned for it, since the cache
 	// may not have seen it enabled again (or created) by another process yet.
@@ -62,14 +76,18 @@ func (s *Service) Deliver(ctx context.Context, id string, attempt int) error {
 	if err != nil {
 		return err
 	}
+	return s.attempt(ctx, d, attempt, ep, ev)
+}
 
+// attempt sends attempt number attempt of d, ev to ep, and records what came of it.
+func (s *Service) attempt(ctx context.Context, d *domain.Delivery, attempt int, ep *domain.Endpoint, ev events.Event) error {
 	req, err := s.request(ep, ev)
 	if err != nil {
 		return err
 	}
 	res := s.Sender.Send(ctx, req)
 	s.logFailure(ctx, d, ev, attempt, res)
-	return s.record(ctx, id, attempt, ep, res)
+	return s.record(ctx, d.ID(), attempt, ep, res)
 }
 
 // logFailure writes the sender's own error of an attempt that got no response to the log,

@@ -14,6 +14,9 @@ import (
 // attempt; it is only written when something changes, so the common case (a success after
 // successes) costs no write.
 func (s *Service) noteOutcome(ctx context.Context, ep *domain.Endpoint, o domain.Outcome, res domain.Result) error {
+	if ep.IsDestination() {
+		return nil // an event's own destination has no health to keep, nothing to disable
+	}
 	now := s.Clock.Now()
 	var fn func(e *domain.Endpoint) error
 	switch o {

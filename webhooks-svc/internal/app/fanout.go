@@ -134,16 +134,28 @@ func (s *Service) fanOutInline(ctx context.Context, ev events.Event, ds []*domai
 // when d is to take the queued path (endpoint not enabled in the snapshot, or too many first
 // attempts in flight).
 func (s *Service) startFirstAttempt(ctx context.Context, ev events.Event, d *domain.Delivery) *firstAttempt {
-	ep, err := s.Endpoints.Cached(ctx, d.Endpoint(), d.Account(), d.Livemode())
-	if err != nil || ep.Status() != domain.StatusEnabled {
+	ep, ok := domain.DestinationEndpoint(ev)
+	if !d.ToDestination() {
+		var err error
+		if ep, err = s.Endpoints.Cached(ctx, d.Endpoint(), d.Account(), d.Livemode()); err != nil {
+			return nil
+		}
+		ok = ep.Status() == domain.StatusEnabled
+	}
+	if !ok {
 		return nil
 	}
-	if !s.inline.acquire(ep.ID()) {
+	// An event's own destination has no id: its URL is what one slow receiver would hold.
+	key := ep.ID()
+	if ep.IsDestination() {
+		key = ep.URL()
+	}
+	if !s.inline.acquire(key) {
 		return nil
 	}
 	req, err := s.request(ep, ev)
 	if err != nil {
-		s.inline.release(ep.ID())
+		s.inline.release(key)
 		return nil
 	}
 	f := &firstAttempt{d: d, ep: ep, res: make(chan domain.Result, 1), late: make(chan bool, 1)}
@@ -152,7 +164,7 @@ func (s *Service) startFirstAttempt(ctx context.Context, ev events.Event, d *dom
 	bg := context.WithoutCancel(ctx)
 	go func() {
 		res := s.Sender.Send(bg, req)
-		s.inline.release(ep.ID())
+		s.inline.release(key)
 		s.logFailure(bg, d, ev, 1, res)
 		f.res <- res
 		if <-f.late {

@@ -54,16 +54,21 @@ func (s *Service) Ingest(ctx context.Context, ev events.Event) error {
 	return nil
 }
 
-// store records a new event with the endpoints subscribed to it now, and reports whether this
-// call stored it. If another consumer stored it first, that record wins.
+// store records a new event with the endpoints subscribed to it now (or, for an event with its
+// own destination, that destination alone, as a target without an endpoint), and reports
+// whether this call stored it. If another consumer stored it first, that record wins.
 func (s *Service) store(ctx context.Context, ev events.Event) (*domain.EventRecord, bool, error) {
-	eps, err := s.Endpoints.Subscribed(ctx, ev.Account, ev.Livemode, ev.Type)
-	if err != nil {
-		return nil, false, err
-	}
-	targets := make([]domain.Target, len(eps))
-	for i, e := range eps {
-		targets[i] = domain.Target{Delivery: s.IDs.New(domain.DeliveryIDPrefix), Endpoint: e.ID(), Status: domain.DeliveryPending}
+	var targets []domain.Target
+	if ev.Destination != nil {
+		targets = []domain.Target{{Delivery: s.IDs.New(domain.DeliveryIDPrefix), Status: domain.DeliveryPending}}
+	} else {
+		eps, err := s.Endpoints.Subscribed(ctx, ev.Account, ev.Livemode, ev.Type)
+		if err != nil {
+			return nil, false, err
+		}
+		for _, e := range eps {
+			targets = append(targets, domain.Target{Delivery: s.IDs.New(domain.DeliveryIDPrefix), Endpoint: e.ID(), Status: domain.DeliveryPending})
+		}
 	}
 	rec := domain.NewEventRecord(ev, targets)
 	inserted, err := s.Events.Insert(ctx, rec)

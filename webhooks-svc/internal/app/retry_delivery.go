@@ -24,15 +24,17 @@ func (s *Service) RetryDelivery(ctx context.Context, caller Caller, id string) (
 	if !d.OwnedBy(caller.Account, caller.Livemode) {
 		return nil, domain.DeliveryNotFound(id)
 	}
-	ep, err := s.Endpoints.Get(ctx, d.Endpoint(), caller.Account, caller.Livemode)
-	if errors.Is(err, domain.ErrNotFound) {
-		return nil, domain.ErrEndpointGone
-	}
-	if err != nil {
-		return nil, err
-	}
-	if ep.Status() != domain.StatusEnabled {
-		return nil, domain.ErrEndpointDisabled
+	if !d.ToDestination() {
+		ep, err := s.Endpoints.Get(ctx, d.Endpoint(), caller.Account, caller.Livemode)
+		if errors.Is(err, domain.ErrNotFound) {
+			return nil, domain.ErrEndpointGone
+		}
+		if err != nil {
+			return nil, err
+		}
+		if ep.Status() != domain.StatusEnabled {
+			return nil, domain.ErrEndpointDisabled
+		}
 	}
 	now := s.Clock.Now()
 	d, err = s.Deliveries.Update(ctx, id, func(d *domain.Delivery) error {

@@ -1,7 +1,8 @@
 // Command bench starts the platform as `make run` does (embedded stores unless MONGODB_URI /
 // REDIS_URL are set) and measures it from outside: authenticated GET /v1/webhook_endpoints/:id
 // through the gateway and the same request sent straight to webhooks-svc with a valid internal
-// identity. It prints throughput and latency figures next to the targets; it asserts nothing.
+// identity, event-to-delivery latency and throughput, and verification sessions (create
+// latency, expiry at expires_at). It prints figures next to the targets; it asserts nothing.
 package main
 
 import (
@@ -45,8 +46,12 @@ type settings struct {
 	eventRate    int
 	deliveryRate int
 	only         string
-	payRequests  int // payments (a): requests created in bulk and collected
-	payRetries   int // payments (c): scheduled retries held in Redis
+	// verification
+	verifRate     int
+	verifSessions int
+	verifTTL      time.Duration
+	payRequests   int // payments (a): requests created in bulk and collected
+	payRetries    int // payments (c): scheduled retries held in Redis
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
@@ -58,15 +63,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	fs.DurationVar(&s.warmup, "warmup", 2*time.Second, "unmeasured load before each run")
 	fs.IntVar(&s.eventRate, "event-rate", 200, "events/s for the event-to-delivery latency run")
 	fs.IntVar(&s.deliveryRate, "delivery-rate", 1500, "deliveries/s offered in the delivery throughput run (20 endpoints); the target is to sustain at least 1,000")
-	fs.StringVar(&s.only, "only", "", "run only 'gateway', 'delivery' or 'payments'")
+	fs.StringVar(&s.only, "only", "", "run only 'gateway', 'delivery', 'verification' or 'payments'")
+	fs.IntVar(&s.verifRate, "verification-rate", 100, "verification sessions created per second")
+	fs.IntVar(&s.verifSessions, "verification-sessions", 10000, "verification sessions created, each then expiring")
+	fs.DurationVar(&s.verifTTL, "verification-ttl", 2*time.Minute, "the sessions' lifetime (VERIFICATION_SESSION_TTL); longer than the creates take keeps the two phases apart")
 	fs.IntVar(&s.payRequests, "payment-requests", 10_000, "payment requests created in bulk and collected (payments, part a; 0 skips it)")
 	fs.IntVar(&s.payRetries, "payment-retries", 100_000, "scheduled retries held in Redis (payments, part c; 0 skips it)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (the load generator, the receiver and the embedded stores) to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if s.only != "" && s.only != "gateway" && s.only != "delivery" && s.only != "payments" {
-		return fmt.Errorf("-only %q: want gateway, delivery or payments", s.only)
+	if !slices.Contains([]string{"", "gateway", "delivery", "verification", "payments"}, s.only) {
+		return fmt.Errorf("-only %q: want gateway, delivery, verification or payments", s.only)
 	}
 	if *cpuProfile != "" {
 		stopProfile, err := startCPUProfile(*cpuProfile)
@@ -109,7 +117,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			// they are off for the dev key, which the delivery bench and the gateway baseline
 			// use. The gateway bench measures limiting with a key of its own (a per-key limit
 			// set far above the load, so it is evaluated on every request but never refuses).
-			"GATEWAY_RATE_LIMIT_TEST": "0", "GATEWAY_RATE_LIMIT_LIVE": "0", "GATEWAY_AUTH_FAILURE_LIMIT": "0"},
+			"GATEWAY_RATE_LIMIT_TEST": "0", "GATEWAY_RATE_LIMIT_LIVE": "0", "GATEWAY_AUTH_FAILURE_LIMIT": "0",
+			"VERIFICATION_SESSION_TTL": s.verifTTL.String()},
 		Output: logFile,
 	})
 	if err != nil {
@@ -124,6 +133,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	if s.only == "" || s.only == "delivery" {
 		if err := benchDeliveries(ctx, st, s, stdout); err != nil {
+			return err
+		}
+	}
+	if s.only == "" || s.only == "verification" {
+		if err := benchVerification(ctx, st, s, stdout); err != nil {
 			return err
 		}
 	}

@@ -11,8 +11,9 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"rentalplatform/libs/netguard"
+
 	"rentalplatform/webhooks-svc/internal/domain"
-	"rentalplatform/webhooks-svc/internal/netguard"
 )
 
 // phase is how far an attempt got before it failed. The same error means different things at

@@ -18,9 +18,10 @@ import (
 	"strconv"
 	"time"
 
+	"rentalplatform/libs/netguard"
+
 	"rentalplatform/webhooks-svc/internal/app"
 	"rentalplatform/webhooks-svc/internal/domain"
-	"rentalplatform/webhooks-svc/internal/netguard"
 	"rentalplatform/webhooks-svc/internal/stdwebhooks"
 )
 

@@ -16,7 +16,7 @@ type deliveryJSON struct {
 	ID              string                `json:"id"`
 	Object          string                `json:"object"`
 	Event           string                `json:"event"`
-	WebhookEndpoint string                `json:"webhook_endpoint"`
+	WebhookEndpoint *string               `json:"webhook_endpoint"` // null: to the event's own destination
 	Status          domain.DeliveryStatus `json:"status"`
 	Attempts        []attemptJSON         `json:"attempts"`
 	NextAttemptAt   *int64                `json:"next_attempt_at"`
@@ -37,8 +37,12 @@ type attemptJSON struct {
 
 func renderDelivery(d *domain.Delivery) deliveryJSON {
 	out := deliveryJSON{
-		ID: d.ID(), Object: "webhook_delivery", Event: d.Event(), WebhookEndpoint: d.Endpoint(),
+		ID: d.ID(), Object: "webhook_delivery", Event: d.Event(),
 		Status: d.Status(), Attempts: []attemptJSON{}, Created: d.Created().Unix(), Livemode: d.Livemode(),
+	}
+	if !d.ToDestination() {
+		ep := d.Endpoint()
+		out.WebhookEndpoint = &ep
 	}
 	for _, a := range d.Attempts() {
 		j := attemptJSON{AttemptedAt: a.At.Unix(), DurationMS: a.Duration.Milliseconds()}

@@ -8,23 +8,6 @@ import (
 	"rentalplatform/webhooks-svc/internal/app"
 )
 
-// Every runs job every interval until ctx ends, logging its failures; a failed run is simply
-// tried again at the next tick.
-func Every(ctx context.Context, log *slog.Logger, name string, interval time.Duration, job func(context.Context) error) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := job(ctx); err != nil && ctx.Err() == nil {
-				log.WarnContext(ctx, "periodic job failed", "job", name, "error", err.Error())
-			}
-		}
-	}
-}
-
 // Purge is the retention job.
 func Purge(svc *app.Service, log *slog.Logger) func(context.Context) error {
 	return func(ctx context.Context) error {

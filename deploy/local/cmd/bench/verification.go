@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"rentalplatform/deploy/local/e2e/receiver"
+	"rentalplatform/deploy/local/stack"
+)
+
+// sessionBody is a verification session as a typical client creates one.
+const sessionBody = `{"applicant":{"first_name":"Jane","last_name":"Doe","email":"jane.doe@example.com","date_of_birth":"1990-02-28",` +
+	`"phone":"+4915112345678","address":{"line1":"1 Main St","city":"Berlin","postal_code":"10115","country":"DE"}},` +
+	`"products":["identity","income","credit"],"metadata":{"bench":"verification"}}`
+
+// benchVerification measures verification sessions (issue 12) on the stack's store: the
+// latency of POST /v1/verification_sessions through the gateway at a fixed rate (measured
+// from each request's scheduled time, so a stall counts), then how long after its expires_at
+// every session created expires. The sessions live VERIFICATION_SESSION_TTL (s.verifTTL, set
+// when the stack starts), longer than the creates take, so the two phases do not overlap.
+// Expiry is seen twice: the verification_session.expired event's created (when the session
+// was expired, to the second) and its arrival at a local receiver subscribed to that type.
+func benchVerification(ctx context.Context, st *stack.Stack, s settings, stdout io.Writer) error {
+	rcv := receiver.Start()
+	defer rcv.Close()
+	api := apiClient{base: st.GatewayURL, key: st.DevAPIKey, client: newClient(64)}
+	if _, err := api.createEndpoint(rcv.URL()+"/expired", "verification_session.expired"); err != nil {
+		return err
+	}
+	create := target{name: "POST /v1/verification_sessions", url: st.GatewayURL + "/v1/verification_sessions",
+		prepare: func(req *fasthttp.Request) {
+			req.Header.SetMethod(fasthttp.MethodPost)
+			req.Header.Set("Authorization", "Bearer "+st.DevAPIKey)
+			req.Header.SetContentType("application/json")
+			req.SetBodyString(sessionBody)
+		}}
+	d := time.Duration(s.verifSessions) * time.Second / time.Duration(s.verifRate)
+	fmt.Fprintf(stdout, "\nVerification sessions (store: %s; sessions live %s):\n", storeName(st), s.verifTTL)
+	if d >= s.verifTTL {
+		fmt.Fprintf(stdout, "  note: the creates take %s, longer than the lifetime: expiries overlap the creates\n", d)
+	}
+	r := openLoop(ctx, create, s.verifRate, d)
+	created := r.sent - r.failed
+	fmt.Fprintf(stdout, "  create at %d/s for %s: %s  (target p99 ≤ 50ms)\n", s.verifRate, d, r)
+
+	// Every created session expires once; wait for them all, up to ten minutes past the last
+	// expires_at. The receiver is polled twice a second rather than woken by every arrival
+	// (each wake copies every request it holds), and requests are told apart by session only
+	// once enough have come, since a delivery retried after a slow answer repeats its event.
+	deadline := time.Now().Add(s.verifTTL + 10*time.Minute)
+	var byID map[string]receiver.Request
+	for want := created; ctx.Err() == nil; {
+		if n := rcv.Count("/expired"); n < want && time.Now().Before(deadline) {
+			time.Sleep(500 * time.Millisecond)
+			continue
+		}
+		reqs := rcv.Requests("/expired")
+		if byID = distinct(reqs); len(byID) >= created || !time.Now().Before(deadline) {
+			break
+		}
+		want = len(reqs) + created - len(byID)
+	}
+	var expiredLag, deliveredLag []time.Duration
+	for _, q := range byID {
+		e := q.Event()
+		exp, _ := e.Data.Object["expires_at"].(float64)
+		at := time.Unix(int64(exp), 0)
+		expiredLag = append(expiredLag, time.Unix(e.Created, 0).Sub(at))
+		deliveredLag = append(deliveredLag, q.Time.Sub(at))
+	}
+	slices.Sort(expiredLag)
+	slices.Sort(deliveredLag)
+	within := 0
+	for _, l := range deliveredLag {
+		if l <= time.Minute {
+			within++
+		}
+	}
+	fmt.Fprintf(stdout, "  expiry of %d sessions: %d expired (%d missing); delivered within 60 s of expires_at: %d (target all)\n",
+		created, len(byID), created-len(byID), within)
+	if len(byID) > 0 {
+		fmt.Fprintf(stdout, "    expired − expires_at (event created, whole seconds): p50 %s  p99 %s  max %s\n",
+			pct(expiredLag, 50), pct(expiredLag, 99), pct(expiredLag, 100))
+		fmt.Fprintf(stdout, "    delivered − expires_at (at the receiver):           p50 %s  p99 %s  max %s\n",
+			pct(deliveredLag, 50).Round(time.Millisecond), pct(deliveredLag, 99).Round(time.Millisecond), pct(deliveredLag, 100).Round(time.Millisecond))
+	}
+	return nil
+}
+
+// distinct keeps one request per session (a delivery retried after a slow answer repeats it).
+func distinct(reqs []receiver.Request) map[string]receiver.Request {
+	out := map[string]receiver.Request{}
+	for _, q := range reqs {
+		id := q.Event().ObjectID()
+		if _, seen := out[id]; !seen && id != "" {
+			out[id] = q
+		}
+	}
+	return out
+}
+
+// storeName says which store the figures are about.
+func storeName(st *stack.Stack) string {
+	for _, e := range st.Embedded {
+		if strings.HasPrefix(e, "MongoDB") {
+			return "embedded FerretDB"
+		}
+	}
+	return "MONGODB_URI's server"
+}

@@ -1,0 +1,82 @@
+package app
+
+import (
+	"context"
+	"net/url"
+
+	"rentalplatform/libs/ids"
+	"rentalplatform/libs/netguard"
+
+	"rentalplatform/verification-svc/internal/domain"
+)
+
+// CreateSession is the client's input to Create (nil: not sent).
+type CreateSession struct {
+	Applicant   *domain.ApplicantParams
+	Products    []string
+	RedirectURL *string
+	WebhookURL  *string
+	Metadata    map[string]string
+}
+
+// Create validates the input and stores a new session with its client secret (and, with a
+// webhook_url, the secret that signs the deliveries there) and the verification_session.created
+// event, then queues its expiry. A live session is handed to the verification provider, if one
+// is configured.
+func (s *Service) Create(ctx context.Context, caller Caller, in CreateSession) (*domain.Session, error) {
+	id := s.IDs.New(ids.VerificationSession)
+	v, err := domain.New(domain.NewParams{
+		ID: id, Account: caller.Account, Livemode: caller.Livemode, Created: s.Now(), TTL: s.cfg.TTL,
+		// Stripe's form, <id>_secret_<random>: a client can tell which session a secret opens,
+		// and 24 random bytes cannot be guessed.
+		ClientSecret: ids.Secret(id+"_secret_", 24),
+		// Standard Webhooks secrets: whsec_ + base64 of the key; 32 bytes is an HMAC-SHA256
+		// key of full strength.
+		WebhookSecret: ids.StdSecret("whsec_", 32),
+		Applicant:     in.Applicant, Products: in.Products,
+		RedirectURL: in.RedirectURL, WebhookURL: in.WebhookURL, Metadata: in.Metadata,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if u := v.WebhookURL(); u != "" {
+		if err := s.checkWebhookURL(u); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.emit(v, &caller); err != nil {
+		return nil, err
+	}
+	if err := s.Sessions.Create(ctx, v); err != nil {
+		return nil, err
+	}
+	// The session is stored: a lost task is the sweep's to catch (ExpireOverdue), so a queue
+	// outage delays an expiry rather than failing the request.
+	if err := s.Scheduler.ScheduleExpiry(ctx, v.ID(), v.ExpiresAt()); err != nil {
+		s.Log.WarnContext(ctx, "scheduling a session's expiry; the expiry sweep will catch it", "session", v.ID(), "error", err.Error())
+	}
+	if v.Livemode() && s.Provider != nil {
+		if err := s.Provider.Begin(ctx, v); err != nil {
+			s.Log.WarnContext(ctx, "handing a live session to the verification provider", "session", v.ID(), "error", err.Error())
+		}
+	}
+	return v, nil
+}
+
+// checkWebhookURL refuses a webhook_url whose host is an internal address or localhost, as
+// webhook endpoints' URLs are (libs/netguard), unless the guard is lifted
+// (VERIFICATION_WEBHOOK_ALLOW_PRIVATE). Where a name leads is checked again on every
+// connection webhooks-svc makes (its WEBHOOKS_ALLOW_PRIVATE).
+func (s *Service) checkWebhookURL(raw string) error {
+	if s.cfg.AllowPrivate {
+		return nil
+	}
+	u, err := url.Parse(raw) // passed the domain's URL rules
+	if err != nil {
+		return domain.URLNotAllowed("webhook_url", "the host")
+	}
+	if err := netguard.CheckHost(u.Hostname()); err != nil {
+		return domain.URLNotAllowed("webhook_url", u.Hostname())
+	}
+	return nil
+}
