@@ -20,7 +20,7 @@ run: ## Build and start the whole platform on this machine (embedded MongoDB-com
 test: ## Run every module's tests with -race (uses REDIS_URL / MONGODB_URI when set, else embedded ones)
 	go test $(TEST_FLAGS) $(PACKAGES)
 
-bench: ## Start the platform and print load and latency figures (gateway vs direct; event to delivery; verification sessions: create latency, expiry)
+bench: ## Start the platform and print load and latency figures (gateway vs direct; event to delivery; verification sessions: create latency, expiry; payments: collection rate, create latency, scheduled retries' memory)
 	go run ./deploy/local/cmd/bench
 
 lint: ## gofmt, go vet, and staticcheck when installed
