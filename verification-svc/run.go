@@ -47,9 +47,11 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		rt.Log.WarnContext(ctx, "webhook_url private-address guard lifted (local development only)")
 	}
 
+	scheduler := asynqadapter.NewScheduler(q.Client, rt.Tel.Propagator)
+	rt.Go(func(ctx context.Context) { scheduler.Run(ctx, rt.Log) })
 	svc := app.New(app.Deps{
 		Sessions:  sessions,
-		Scheduler: asynqadapter.NewScheduler(q.Client, rt.Tel.Propagator),
+		Scheduler: scheduler,
 		// No verification provider exists yet: live sessions stay created (docs/api.md).
 		Provider: nil,
 		Now:      time.Now,
