@@ -173,6 +173,14 @@ func (c *Collection[T]) Cached(ctx context.Context, id string) (T, error) {
 	return c.get(ctx, id, false)
 }
 
+// Current is the document as stored: Get, answered from the cache (Options.Cache) where this
+// process is the only one writing the store — the embedded store, whose cached copies are
+// what is stored — so a hot read costs no round trip there. On MongoDB, where other processes
+// write, it always reads the store.
+func (c *Collection[T]) Current(ctx context.Context, id string) (T, error) {
+	return c.get(ctx, id, c.strategy.multiProcess())
+}
+
 func (c *Collection[T]) get(ctx context.Context, id string, fresh bool) (T, error) {
 	var zero T
 	raw, found, err := c.read(ctx, id, fresh)

@@ -612,6 +612,38 @@ func TestUpdateFromAStaleCachedCopy(t *testing.T) {
 	})
 }
 
+// Current answers from the cache only where one process writes the store: on MongoDB it sees
+// another process's write, on the embedded store (one writer) it sees this process's own.
+func TestCurrent(t *testing.T) {
+	eachStrategy(t, func(t *testing.T, s strategy) {
+		raw := testkit.MongoDatabase(t)
+		e := newEnv(t, s, raw, 100)
+		ctx := t.Context()
+		if _, err := e.coll.Current(ctx, "acc_none"); !errors.Is(err, errNoAccount) {
+			t.Fatalf("Current of a missing document: %v", err)
+		}
+		if _, err := e.coll.Insert(ctx, account{Meta: docstore.Meta{ID: "acc_1"}, Owner: "ann"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.coll.Update(ctx, "acc_1", func(a *account) error { a.Balance = 5; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := e.coll.Current(ctx, "acc_1"); err != nil || got.Balance != 5 || got.Version != 2 {
+			t.Fatalf("Current after this process's update = %+v, %v", got, err)
+		}
+		if !e.db.MultiProcess() {
+			return
+		}
+		other := newEnv(t, s, raw, 0)
+		if _, err := other.coll.Update(ctx, "acc_1", func(a *account) error { a.Balance = 7; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := e.coll.Current(ctx, "acc_1"); err != nil || got.Balance != 7 {
+			t.Fatalf("Current after another process's update = %+v, %v; want it read from the store", got, err)
+		}
+	})
+}
+
 // TTL indexes are declared where the server has them; the embedded store has none, and says
 // so rather than failing.
 func TestEnsureTTL(t *testing.T) {

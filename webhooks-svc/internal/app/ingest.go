@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"rentalplatform/libs/events"
@@ -15,12 +14,11 @@ import (
 // after a crash half-way, ends up stored once with each delivery made once: the endpoints are
 // chosen when the event is first stored and kept with it, and the deliveries are created and
 // queued again (without effect where they already are).
+//
+// It stores first and reads only when the event is stored already: nearly every event is new,
+// and a read before the insert was one store round trip per event for the rare redelivery.
 func (s *Service) Ingest(ctx context.Context, ev events.Event) error {
-	rec, err := s.Events.Get(ctx, ev.ID)
-	fresh := false
-	if errors.Is(err, domain.ErrEventNotFound) {
-		rec, fresh, err = s.store(ctx, ev)
-	}
+	rec, fresh, err := s.store(ctx, ev)
 	if err != nil {
 		return err
 	}

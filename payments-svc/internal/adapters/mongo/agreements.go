@@ -38,8 +38,14 @@ func NewAgreements(db *docstore.DB, relay *outbox.Relay) *Agreements {
 		NotFound: domain.AgreementNotFound,
 		Conflict: domain.ErrConflict,
 		Outbox:   relay,
+		Cache:    agreementCache,
 	})}
 }
+
+// agreementCache is how many agreements the process keeps as it last read or wrote them: every
+// attempt and every create reads its agreement, and on the embedded store the copy answers
+// (docstore Current).
+const agreementCache = 10000
 
 // AgreementIndexes are the indexes the agreement queries rely on: lists by account and mode
 // (and status), newest first; the reconciler's unfinished cascades.
@@ -162,7 +168,7 @@ func (r *Agreements) Get(ctx context.Context, id, account string, livemode bool)
 
 // Load implements domain.AgreementRepository.
 func (r *Agreements) Load(ctx context.Context, id string) (*domain.Agreement, error) {
-	d, err := r.docs.Get(ctx, id)
+	d, err := r.docs.Current(ctx, id)
 	if err != nil {
 		return nil, err
 	}

@@ -15,7 +15,7 @@ type ownedDoc interface {
 
 // getOwned reads a document of the caller's, or notFound.
 func getOwned[D ownedDoc](ctx context.Context, docs *docstore.Collection[D], id, account string, livemode bool, notFound func(string) error) (D, error) {
-	d, err := docs.Get(ctx, id)
+	d, err := docs.Current(ctx, id)
 	if err == nil && !d.ownedBy(account, livemode) {
 		var zero D
 		return zero, notFound(id)
