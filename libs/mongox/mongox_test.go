@@ -35,3 +35,22 @@ func TestMonitorTracesCommands(t *testing.T) {
 	}
 	t.Fatalf("no mongodb.insert span among %d spans", len(rec.Ended()))
 }
+
+// A command run outside any trace (a background poll) makes no span, so it makes no trace of
+// its own.
+func TestMonitorSkipsCommandsOutsideTraces(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := trace.NewTracerProvider(trace.WithSpanProcessor(rec))
+	env := testkit.Mongo(t)
+	client, db, err := Connect(Config{URI: env.URI, Database: env.Database, TracerProvider: tp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Disconnect(context.Background())
+	if _, err := db.Collection("c").InsertOne(context.Background(), bson.D{{Key: "x", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(rec.Ended()); n != 0 {
+		t.Fatalf("%d spans for a command outside any trace", n)
+	}
+}

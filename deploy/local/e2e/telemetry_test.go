@@ -11,7 +11,6 @@ package e2e
 import (
 	"bufio"
 	"encoding/json"
-	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -21,12 +20,10 @@ import (
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"rentalplatform/deploy/local/e2e/receiver"
+	"rentalplatform/libs/servicetest"
 )
 
 // spanWait bounds how long the spans of something that happened may take to arrive (exported
@@ -280,13 +277,13 @@ func checkLogLine(t *testing.T, logs, program, requestID, traceID, spanID string
 
 // checkMetrics scrapes every program's metrics endpoint after the traffic above.
 func checkMetrics(t *testing.T, p *platform) {
-	scrape := map[string]map[string]*dto.MetricFamily{}
+	scrape := map[string]servicetest.Metrics{}
 	for _, name := range []string{"gateway", "verification-svc", "collections-svc", "payments-svc", "webhooks-svc"} {
 		u := p.MetricsURLs[name]
 		if u == "" {
 			t.Fatalf("no metrics URL for %s: %v", name, p.MetricsURLs)
 		}
-		scrape[name] = scrapeMetrics(t, u)
+		scrape[name] = servicetest.Scrape(t, u)
 	}
 	// RED of every HTTP server: the creates above, by route and status, with their durations.
 	for _, c := range []struct{ program, route string }{
@@ -298,21 +295,21 @@ func checkMetrics(t *testing.T, p *platform) {
 		{"payments-svc", "/v1/payment_requests"},
 	} {
 		labels := map[string]string{"http_request_method": "POST", "http_route": c.route, "http_response_status_code": "200", "service_name": c.program}
-		h := histogram(t, scrape[c.program], "http_server_request_duration_seconds", labels)
+		h := scrape[c.program].Histogram(t, "http_server_request_duration_seconds", labels)
 		if h.GetSampleCount() < 1 || h.GetSampleSum() <= 0 || h.GetSampleSum() > float64(h.GetSampleCount())*30 {
 			t.Errorf("%s POST %s: %d requests taking %gs in all", c.program, c.route, h.GetSampleCount(), h.GetSampleSum())
 		}
 	}
-	if n := histogram(t, scrape["gateway"], "http_server_request_duration_seconds",
+	if n := scrape["gateway"].Histogram(t, "http_server_request_duration_seconds",
 		map[string]string{"http_request_method": "POST", "http_route": "/v1/webhook_endpoints", "http_response_status_code": "200"}).GetSampleCount(); n != 2 {
 		t.Errorf("the gateway counted %d endpoint creates, want the 2 made", n)
 	}
-	if v := gauge(t, scrape["gateway"], "http_server_active_requests", map[string]string{"listener": "public"}); v != 0 {
+	if v := scrape["gateway"].Gauge(t, "http_server_active_requests", map[string]string{"listener": "public"}); v != 0 {
 		t.Errorf("the gateway has %v requests in flight at rest", v)
 	}
 	// Workers: tasks handled by queue and outcome.
 	for _, c := range []struct{ program, queue string }{{"webhooks-svc", "events"}, {"verification-svc", "verification"}, {"payments-svc", "payments"}} {
-		h := histogram(t, scrape[c.program], "messaging_process_duration_seconds", map[string]string{"messaging_destination_name": c.queue, "outcome": "ok"})
+		h := scrape[c.program].Histogram(t, "messaging_process_duration_seconds", map[string]string{"messaging_destination_name": c.queue, "outcome": "ok"})
 		if h.GetSampleCount() < 1 {
 			t.Errorf("%s handled %d tasks of %s", c.program, h.GetSampleCount(), c.queue)
 		}
@@ -322,32 +319,32 @@ func checkMetrics(t *testing.T, p *platform) {
 		{"webhooks-svc", "events"}, {"webhooks-svc", "webhooks"}, {"verification-svc", "verification"}, {"payments-svc", "payments"},
 	} {
 		for _, state := range []string{"pending", "active", "scheduled", "retry", "archived"} {
-			v := gauge(t, scrape[c.program], "asynq_queue_tasks", map[string]string{"queue": c.queue, "state": state})
+			v := scrape[c.program].Gauge(t, "asynq_queue_tasks", map[string]string{"queue": c.queue, "state": state})
 			if v < 0 || v != math.Trunc(v) || (state == "archived" && v != 0) {
 				t.Errorf("%s: %v tasks %s in %s", c.program, v, state, c.queue)
 			}
 		}
-		if v := gauge(t, scrape[c.program], "asynq_queue_latency_seconds", map[string]string{"queue": c.queue}); v < 0 || v > 60 {
+		if v := scrape[c.program].Gauge(t, "asynq_queue_latency_seconds", map[string]string{"queue": c.queue}); v < 0 || v > 60 {
 			t.Errorf("%s: latency of %s %vs", c.program, c.queue, v)
 		}
 	}
 	// Delivery success rate: every attempt above succeeded.
-	if v := counter(t, scrape["webhooks-svc"], "webhooks_delivery_attempts_total", map[string]string{"result": "succeeded"}); v < 4 {
+	if v := scrape["webhooks-svc"].Counter(t, "webhooks_delivery_attempts_total", map[string]string{"result": "succeeded"}); v < 4 {
 		t.Errorf("webhooks-svc counted %v successful attempts, want at least the 4 deliveries above", v)
 	}
-	if h := histogram(t, scrape["webhooks-svc"], "webhooks_delivery_attempt_duration_seconds", map[string]string{"result": "succeeded"}); h.GetSampleCount() < 4 {
+	if h := scrape["webhooks-svc"].Histogram(t, "webhooks_delivery_attempt_duration_seconds", map[string]string{"result": "succeeded"}); h.GetSampleCount() < 4 {
 		t.Errorf("webhooks-svc measured %d successful attempts", h.GetSampleCount())
 	}
 	// Payment attempt outcomes.
-	if v := counter(t, scrape["payments-svc"], "payments_attempts_total", map[string]string{"outcome": "succeeded"}); v != 1 {
+	if v := scrape["payments-svc"].Counter(t, "payments_attempts_total", map[string]string{"outcome": "succeeded"}); v != 1 {
 		t.Errorf("payments-svc counted %v succeeded attempts, want 1", v)
 	}
 	// The runtime's own, and the resource.
 	for name, fams := range scrape {
-		if v := gauge(t, fams, "go_goroutines", nil); v < 1 {
+		if v := fams.Gauge(t, "go_goroutines", nil); v < 1 {
 			t.Errorf("%s: go_goroutines %v", name, v)
 		}
-		if v := gauge(t, fams, "target_info", map[string]string{"service_name": name, "deployment_environment_name": "e2e"}); v != 1 {
+		if v := fams.Gauge(t, "target_info", map[string]string{"service_name": name, "deployment_environment_name": "e2e"}); v != 1 {
 			t.Errorf("%s: target_info %v", name, v)
 		}
 	}
@@ -363,68 +360,4 @@ func checkMetrics(t *testing.T, p *platform) {
 			t.Errorf("%s serves metrics on its API listener: %d %.200s", name, res.StatusCode, body)
 		}
 	}
-}
-
-func scrapeMetrics(t *testing.T, u string) map[string]*dto.MetricFamily {
-	t.Helper()
-	res, err := http.Get(u)
-	if err != nil {
-		t.Fatalf("scrape %s: %v", u, err)
-	}
-	defer res.Body.Close()
-	if res.StatusCode != 200 {
-		body, _ := io.ReadAll(res.Body)
-		t.Fatalf("scrape %s: %d %s", u, res.StatusCode, body)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(res.Body)
-	if err != nil {
-		t.Fatalf("scrape %s: %v", u, err)
-	}
-	return fams
-}
-
-// series returns the metric of family name whose labels include labels.
-func series(t *testing.T, fams map[string]*dto.MetricFamily, name string, labels map[string]string) *dto.Metric {
-	t.Helper()
-	fam, ok := fams[name]
-	if !ok {
-		t.Fatalf("no metric %s", name)
-	}
-next:
-	for _, m := range fam.GetMetric() {
-		for k, v := range labels {
-			found := false
-			for _, l := range m.GetLabel() {
-				if l.GetName() == k && l.GetValue() == v {
-					found = true
-				}
-			}
-			if !found {
-				continue next
-			}
-		}
-		return m
-	}
-	var have []string
-	for _, m := range fam.GetMetric() {
-		have = append(have, fmt.Sprint(m.GetLabel()))
-	}
-	t.Fatalf("no %s%v; have %v", name, labels, have)
-	return nil
-}
-
-func histogram(t *testing.T, fams map[string]*dto.MetricFamily, name string, labels map[string]string) *dto.Histogram {
-	t.Helper()
-	return series(t, fams, name, labels).GetHistogram()
-}
-
-func gauge(t *testing.T, fams map[string]*dto.MetricFamily, name string, labels map[string]string) float64 {
-	t.Helper()
-	return series(t, fams, name, labels).GetGauge().GetValue()
-}
-
-func counter(t *testing.T, fams map[string]*dto.MetricFamily, name string, labels map[string]string) float64 {
-	t.Helper()
-	return series(t, fams, name, labels).GetCounter().GetValue()
 }
