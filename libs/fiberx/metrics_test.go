@@ -54,7 +54,7 @@ func TestServerMetrics(t *testing.T) {
 				route, _ := p.Attributes.Value("http.route")
 				status, _ := p.Attributes.Value("http.response.status_code")
 				method, _ := p.Attributes.Value("http.request.method")
-				counts[method.AsString()+" "+route.AsString()+" "+status.Emit()] += p.Count
+				counts[method.AsString()+" "+route.AsString()+" "+status.String()] += p.Count
 			}
 		case MetricActiveRequests:
 			p := m.Data.(metricdata.Sum[int64]).DataPoints[0]
