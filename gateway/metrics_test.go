@@ -60,3 +60,30 @@ func TestMetrics(t *testing.T) {
 		}
 	}
 }
+
+// The metrics listener is derived from the admin listener, never the public one; the OTEL_*
+// settings are read with the rest and refused with the rest.
+func TestMetricsConfig(t *testing.T) {
+	env := map[string]string{
+		"ADMIN_TOKEN": testAdminToken, "INTERNAL_AUTH_SECRET": testSecret,
+		"GATEWAY_ADDR": "0.0.0.0:443", "ADMIN_ADDR": "10.0.0.7:8081",
+		"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318", "OTEL_SERVICE_NAME": "edge",
+	}
+	cfg, err := loadConfig(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.MetricsAddr != "10.0.0.7:9081" || cfg.Telemetry.TracesEndpoint != "http://collector:4318/v1/traces" || cfg.Telemetry.ServiceName != "edge" {
+		t.Fatalf("METRICS_ADDR %q, traces endpoint %q, service name %q", cfg.MetricsAddr, cfg.Telemetry.TracesEndpoint, cfg.Telemetry.ServiceName)
+	}
+	env["METRICS_ADDR"] = "127.0.0.1:9400"
+	env["OTEL_TRACES_SAMPLER"] = "often"
+	_, err = loadConfig(func(k string) string { return env[k] })
+	if err == nil || !strings.Contains(err.Error(), "OTEL_TRACES_SAMPLER") {
+		t.Fatalf("a bad sampler: %v", err)
+	}
+	delete(env, "OTEL_TRACES_SAMPLER")
+	if cfg, err = loadConfig(func(k string) string { return env[k] }); err != nil || cfg.MetricsAddr != "127.0.0.1:9400" {
+		t.Fatalf("METRICS_ADDR set: %q, %v", cfg.MetricsAddr, err)
+	}
+}
