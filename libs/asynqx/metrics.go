@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -39,13 +38,20 @@ func MetricsMiddleware(mp metric.MeterProvider) (asynq.MiddlewareFunc, error) {
 	if err != nil {
 		return nil, err
 	}
-	sets := &attrSets{m: map[taskKey][]metric.RecordOption{}}
+	sets := telemetry.NewAttrSets(1024, func(k taskKey) attribute.Set {
+		return attribute.NewSet(
+			attribute.String("messaging.system", "asynq"),
+			attribute.String("messaging.destination.name", k.queue),
+			attribute.String("asynq.task.type", k.typ),
+			attribute.String("outcome", k.outcome),
+		)
+	})
 	return func(next asynq.Handler) asynq.Handler {
 		return asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) error {
 			start := time.Now()
 			err := next.ProcessTask(ctx, t)
 			queue, _ := asynq.GetQueueName(ctx)
-			hist.Record(context.Background(), time.Since(start).Seconds(), sets.options(taskKey{queue, t.Type(), outcome(ctx, err)})...)
+			hist.Record(context.Background(), time.Since(start).Seconds(), sets.Options(taskKey{queue, t.Type(), outcome(ctx, err)})...)
 			return err
 		})
 	}, nil
@@ -70,35 +76,8 @@ func outcome(ctx context.Context, err error) string {
 	return OutcomeRetry
 }
 
+// taskKey names a task's attribute set: queues and task types are a handful per service.
 type taskKey struct{ queue, typ, outcome string }
-
-// attrSets keeps the attribute set of each (queue, type, outcome), made once: queues and task
-// types are a handful per service.
-type attrSets struct {
-	mu sync.RWMutex
-	m  map[taskKey][]metric.RecordOption
-}
-
-func (s *attrSets) options(k taskKey) []metric.RecordOption {
-	s.mu.RLock()
-	opts, ok := s.m[k]
-	s.mu.RUnlock()
-	if ok {
-		return opts
-	}
-	opts = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(
-		attribute.String("messaging.system", "asynq"),
-		attribute.String("messaging.destination.name", k.queue),
-		attribute.String("asynq.task.type", k.typ),
-		attribute.String("outcome", k.outcome),
-	))}
-	s.mu.Lock()
-	if len(s.m) < 1024 {
-		s.m[k] = opts
-	}
-	s.mu.Unlock()
-	return opts
-}
 
 // queueStates are the states a queue's tasks are counted in, as asynq names them: pending
 // (ready, waiting for a worker), active (being handled), scheduled (due later: a delivery or

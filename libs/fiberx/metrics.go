@@ -3,7 +3,6 @@ package fiberx
 import (
 	"context"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -23,13 +22,12 @@ const (
 	MetricActiveRequests  = "http.server.active_requests"
 )
 
-// maxAttrSets bounds the attribute sets remembered; past it (a bug: the labels are meant to be
-// bounded), sets are built per request instead of growing the map.
+// maxAttrSets bounds the attribute sets remembered (telemetry.AttrSets).
 const maxAttrSets = 4096
 
 // serverMetrics records each request's duration with the attributes of its method, route and
-// status. The attribute set of each (method, route, status) is built once and kept, with the
-// option that carries it: recording a request then allocates nothing.
+// status, whose set is made once per (method, route, status): recording a request then
+// allocates nothing.
 type serverMetrics struct {
 	duration metric.Float64Histogram
 	active   metric.Int64UpDownCounter
@@ -37,11 +35,7 @@ type serverMetrics struct {
 	// activeOpts are the active-requests counter's options: the listener is its only label, so
 	// in-flight requests are counted without per-request work.
 	activeOpts []metric.AddOption
-
-	mu sync.RWMutex
-	// sets holds the options of each key as a slice ready to pass on: a variadic call through
-	// an interface would otherwise allocate the slice every time.
-	sets map[attrKey][]metric.RecordOption
+	sets       *telemetry.AttrSets[attrKey]
 }
 
 type attrKey struct {
@@ -69,7 +63,13 @@ func newServerMetrics(mp metric.MeterProvider, listener string, route func(*fibe
 	return &serverMetrics{
 		duration: duration, active: active, route: route,
 		activeOpts: []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("listener", listener)))},
-		sets:       map[attrKey][]metric.RecordOption{},
+		sets: telemetry.NewAttrSets(maxAttrSets, func(k attrKey) attribute.Set {
+			return attribute.NewSet(
+				attribute.String("http.request.method", k.method),
+				attribute.String("http.route", k.route),
+				attribute.Int("http.response.status_code", k.status),
+			)
+		}),
 	}, nil
 }
 
@@ -83,27 +83,7 @@ func (m *serverMetrics) begin() {
 func (m *serverMetrics) end(c *fiber.Ctx, status int, took time.Duration) {
 	ctx := context.Background()
 	m.active.Add(ctx, -1, m.activeOpts...)
-	m.duration.Record(ctx, took.Seconds(), m.options(attrKey{method: knownMethod(c.Method()), route: m.route(c), status: status})...)
-}
-
-func (m *serverMetrics) options(k attrKey) []metric.RecordOption {
-	m.mu.RLock()
-	opt, ok := m.sets[k]
-	m.mu.RUnlock()
-	if ok {
-		return opt
-	}
-	opt = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(
-		attribute.String("http.request.method", k.method),
-		attribute.String("http.route", k.route),
-		attribute.Int("http.response.status_code", k.status),
-	))}
-	m.mu.Lock()
-	if len(m.sets) < maxAttrSets {
-		m.sets[k] = opt
-	}
-	m.mu.Unlock()
-	return opt
+	m.duration.Record(ctx, took.Seconds(), m.sets.Options(attrKey{method: knownMethod(c.Method()), route: m.route(c), status: status})...)
 }
 
 // knownMethod returns the method as one of a fixed set of strings (the semantic conventions'

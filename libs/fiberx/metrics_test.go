@@ -92,11 +92,11 @@ func TestServerMetricsRecordWithoutAllocating(t *testing.T) {
 	}
 	k := attrKey{method: knownMethod("POST"), route: "/v1/things", status: 200}
 	ctx := context.Background()
-	m.duration.Record(ctx, 0.01, m.options(k)...)
+	m.duration.Record(ctx, 0.01, m.sets.Options(k)...)
 	allocs := testing.AllocsPerRun(1000, func() {
 		m.begin()
 		m.active.Add(ctx, -1, m.activeOpts...)
-		m.duration.Record(ctx, float64(3*time.Millisecond)/1e9, m.options(k)...)
+		m.duration.Record(ctx, float64(3*time.Millisecond)/1e9, m.sets.Options(k)...)
 	})
 	if allocs != 0 {
 		t.Errorf("recording a request allocates %.1f times", allocs)

@@ -2,13 +2,15 @@ package telemetry
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel/attribute"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
-	"go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/metric"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 )
@@ -38,9 +40,44 @@ func (t *Telemetry) setupMetrics(res *resource.Resource) error {
 	if err != nil {
 		return fmt.Errorf("metrics: Prometheus exporter: %w", err)
 	}
-	mp := metric.NewMeterProvider(metric.WithReader(exp), metric.WithResource(res))
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp), sdkmetric.WithResource(res))
 	t.MeterProvider = mp
 	t.shutdown = append(t.shutdown, mp.Shutdown)
 	t.Metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 	return nil
+}
+
+// AttrSets keeps the attribute set of each key of a bounded kind (a route and status, a queue
+// and task type), made once by newSet and kept as the record options that carry it, ready to
+// pass on: recording with a known key then allocates nothing (a variadic call through an
+// interface would allocate the options slice every time). Past limit keys, which the labels'
+// design should never reach, sets are made per call instead of growing the map.
+type AttrSets[K comparable] struct {
+	newSet func(K) attribute.Set
+	limit  int
+
+	mu sync.RWMutex
+	m  map[K][]metric.RecordOption
+}
+
+// NewAttrSets returns an empty AttrSets.
+func NewAttrSets[K comparable](limit int, newSet func(K) attribute.Set) *AttrSets[K] {
+	return &AttrSets[K]{newSet: newSet, limit: limit, m: map[K][]metric.RecordOption{}}
+}
+
+// Options returns the record options of k's attribute set.
+func (s *AttrSets[K]) Options(k K) []metric.RecordOption {
+	s.mu.RLock()
+	opts, ok := s.m[k]
+	s.mu.RUnlock()
+	if ok {
+		return opts
+	}
+	opts = []metric.RecordOption{metric.WithAttributeSet(s.newSet(k))}
+	s.mu.Lock()
+	if len(s.m) < s.limit {
+		s.m[k] = opts
+	}
+	s.mu.Unlock()
+	return opts
 }
