@@ -246,6 +246,21 @@ func (t tree) descends(s, ancestor span) bool {
 	return false
 }
 
+// rooted reports whether every ancestor of s, up to a root, is in t.
+func (t tree) rooted(s span) bool {
+	for i := 0; i < 100; i++ {
+		if s.Parent == "" {
+			return true
+		}
+		p, ok := t[s.Parent]
+		if !ok || p.TraceID != s.TraceID {
+			return false
+		}
+		s = p
+	}
+	return false
+}
+
 // traceparent splits a W3C traceparent header into trace and span ids.
 func traceparent(t *testing.T, h string) (traceID, spanID string) {
 	t.Helper()
