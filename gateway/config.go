@@ -11,6 +11,7 @@ import (
 	"rentalplatform/gateway/internal/app"
 	"rentalplatform/gateway/internal/domain"
 	"rentalplatform/libs/config"
+	"rentalplatform/libs/telemetry"
 )
 
 // minAdminTokenLen keeps the admin token out of guessing range.
@@ -31,7 +32,9 @@ type Config struct {
 	UploadBodyLimit    int
 	LogLevel           slog.Level
 	ShutdownTimeout    time.Duration
-	OTelExport         bool
+	// MetricsAddr serves GET /metrics (METRICS_ADDR; by default beside the admin listener).
+	MetricsAddr string
+	Telemetry   telemetry.Config
 
 	// Requests per second of each account in each mode (0: unlimited), and failed
 	// authentications per minute of one client address (0: unlimited).
@@ -75,7 +78,7 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		UploadBodyLimit: r.Bytes("UPLOAD_BODY_LIMIT", 32<<20),
 		LogLevel:        r.LogLevel("LOG_LEVEL"),
 		ShutdownTimeout: r.Duration("SHUTDOWN_TIMEOUT", 10*time.Second),
-		OTelExport:      r.OTelExport(),
+		Telemetry:       r.Telemetry(),
 
 		RateLimitLive:      r.Int("GATEWAY_RATE_LIMIT_LIVE", 100, 0, domain.MaxRateLimit),
 		RateLimitTest:      r.Int("GATEWAY_RATE_LIMIT_TEST", 25, 0, domain.MaxRateLimit),
@@ -84,6 +87,8 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		IdempotencyLockTTL: r.Duration("GATEWAY_IDEMPOTENCY_LOCK_TTL", app.DefaultIdempotencyLockTTL),
 		KeyCacheTTL:        r.Duration("GATEWAY_KEY_CACHE_TTL", app.DefaultCacheTTL),
 	}
+	// Derived from the admin listener, never the public one: the metrics must stay internal.
+	c.MetricsAddr = r.MetricsAddr(c.AdminAddr)
 	errs := []error{r.Err()}
 	if c.AdminToken != "" && len(c.AdminToken) < minAdminTokenLen {
 		errs = append(errs, fmt.Errorf("ADMIN_TOKEN must be at least %d characters", minAdminTokenLen))

@@ -31,6 +31,7 @@ type stack struct {
 	services map[string]*fakeService
 	public   string
 	admin    string
+	metrics  string // the metrics listener's /metrics
 	redis    string // REDIS_URL of the gateway
 }
 
@@ -70,8 +71,8 @@ func startStack(t testing.TB, env map[string]string) *stack {
 		full[k] = v
 	}
 	s.redis = full["REDIS_URL"]
-	s.proc = servicetest.Start(t, run, full, "public", "admin")
-	s.public, s.admin = s.proc.URL("public"), s.proc.URL("admin")
+	s.proc = servicetest.Start(t, run, full, "public", "admin", "metrics")
+	s.public, s.admin, s.metrics = s.proc.URL("public"), s.proc.URL("admin"), s.proc.URL("metrics")+"/metrics"
 	return s
 }
 

@@ -31,7 +31,7 @@ import (
 const startupTimeout = 30 * time.Second
 
 // run is the composition root: it reads the configuration, builds the gateway, serves the
-// public and admin listeners until ctx ends, then shuts everything down.
+// public, admin and metrics listeners until ctx ends, then shuts everything down.
 func run(ctx context.Context, getenv func(string) string, stdout io.Writer) (err error) {
 	cfg, err := loadConfig(getenv)
 	if err != nil {
@@ -48,7 +48,11 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) (err
 		}
 	}
 
-	tel, err := telemetry.Setup(ctx, telemetry.Config{ServiceName: "gateway", Export: cfg.OTelExport})
+	tc := cfg.Telemetry
+	if tc.ServiceName == "" {
+		tc.ServiceName = "gateway"
+	}
+	tel, err := telemetry.Setup(ctx, tc)
 	if err != nil {
 		return fmt.Errorf("gateway telemetry: %w", err)
 	}
@@ -130,11 +134,11 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) (err
 	public := httpport.NewPublic(httpport.PublicConfig{
 		Logger: log, Keys: svc, Limits: svc, Idempotency: svc, Signer: signer, Services: services,
 		BodyLimit: cfg.BodyLimit, UploadBodyLimit: cfg.UploadBodyLimit, IDs: idgen,
-		TracerProvider: tel.TracerProvider, Propagator: tel.Propagator, Checks: checks,
+		TracerProvider: tel.TracerProvider, Propagator: tel.Propagator, MeterProvider: tel.MeterProvider, Checks: checks,
 	})
 	admin := httpport.NewAdmin(httpport.AdminConfig{
 		Logger: log, Keys: svc, Token: cfg.AdminToken, AuthLimit: svc.AdminAuth(), IDs: idgen,
-		TracerProvider: tel.TracerProvider, Propagator: tel.Propagator,
+		TracerProvider: tel.TracerProvider, Propagator: tel.Propagator, MeterProvider: tel.MeterProvider,
 	})
 
 	// One failing listener stops the other and the background writer.
@@ -144,6 +148,9 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) (err
 	})
 	g.Go(func() error {
 		return fiberx.Serve(gctx, admin, cfg.AdminAddr, "admin", cfg.ShutdownTimeout, log)
+	})
+	g.Go(func() error {
+		return fiberx.Serve(gctx, fiberx.MetricsApp(tel.Metrics), cfg.MetricsAddr, "metrics", cfg.ShutdownTimeout, log)
 	})
 	g.Go(func() error { return svc.Run(gctx) })
 	if err := g.Wait(); err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"sync"
 	"time"
@@ -17,6 +16,7 @@ import (
 
 	asynqadapter "rentalplatform/payments-svc/internal/adapters/asynq"
 	"rentalplatform/payments-svc/internal/adapters/mongo"
+	"rentalplatform/payments-svc/internal/adapters/otelmetric"
 	"rentalplatform/payments-svc/internal/adapters/simulator"
 	"rentalplatform/payments-svc/internal/app"
 	httpport "rentalplatform/payments-svc/internal/ports/http"
@@ -42,14 +42,14 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	if err != nil {
 		return fail(err)
 	}
-	scheduler, err := asynqadapter.NewScheduler(redisOpt, prop, cfg.AttemptTimeout)
+	scheduler, err := asynqadapter.NewScheduler(redisOpt, tp, prop, cfg.AttemptTimeout)
 	if err != nil {
 		return fail(err)
 	}
 	rt.OnClose(func(context.Context) error { return scheduler.Close() })
 	rt.AddCheck("redis", scheduler.Ping)
 
-	relay := outbox.NewRelay(outbox.NewPublisher(scheduler.Client(), prop), log, cfg.OutboxRelayInterval,
+	relay := outbox.NewRelay(outbox.NewPublisher(scheduler.Producer()), log, cfg.OutboxRelayInterval,
 		max(2*time.Second, 2*cfg.OutboxRelayInterval))
 	agreements := mongo.NewAgreements(rt.Store, relay)
 	requests := mongo.NewRequests(rt.Store, relay)
@@ -60,12 +60,17 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		return fail(err)
 	}
 	log.InfoContext(ctx, "live-mode charges are refused: no payment processor adapter is configured")
+	outcomes, err := otelmetric.NewOutcomes(rt.Tel.MeterProvider)
+	if err != nil {
+		return fail(err)
+	}
 
 	svc := app.New(app.Deps{
 		Agreements: agreements,
 		Requests:   requests,
 		Test:       simulator.New(rt.Store, time.Now),
 		Scheduler:  scheduler,
+		Outcomes:   outcomes,
 		Now:        time.Now,
 		IDs:        ids.NewGenerator(nil),
 		Log:        log,
@@ -79,16 +84,14 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	})
 	httpport.Register(rt.App, svc)
 
-	srvCfg := asynqx.ServerConfig(map[string]int{tasks.QueuePayments: 1}, cfg.Concurrency, log)
-	srvCfg.RetryDelayFunc = worker.RetryDelay
-	srv := asynq.NewServer(redisOpt, srvCfg)
-	mux := asynq.NewServeMux()
-	mux.Use(asynqx.TraceMiddleware(tp, prop))
-	worker.Register(mux, svc, log)
-	if err := srv.Start(mux); err != nil {
-		return fail(fmt.Errorf("start %s worker: %w", tasks.QueuePayments, err))
+	// An attempt runs when it is due, days after the request that scheduled it (a retry): in
+	// a trace of its own, linked. The scheduler keeps its own asynq client; the worker needs
+	// only the connection options.
+	if err := rt.Work(&service.Queue{Opt: redisOpt}, tasks.QueuePayments, cfg.Concurrency,
+		func(mux *asynq.ServeMux) { worker.Register(mux, svc, log) },
+		service.LinkedTraces(), service.RetryDelay(worker.RetryDelay)); err != nil {
+		return fail(err)
 	}
-	rt.OnClose(func(context.Context) error { srv.Shutdown(); return nil })
 
 	// Background loops, stopped first at shutdown (closers run last-registered first), while
 	// Redis and MongoDB are still open.

@@ -47,7 +47,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		rt.Log.WarnContext(ctx, "webhook_url private-address guard lifted (local development only)")
 	}
 
-	scheduler := asynqadapter.NewScheduler(q.Client, rt.Tel.Propagator)
+	scheduler := asynqadapter.NewScheduler(q.Producer)
 	rt.Go(func(ctx context.Context) { scheduler.Run(ctx, rt.Log) })
 	svc := app.New(app.Deps{
 		Sessions:  sessions,
@@ -64,7 +64,9 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		RenderReport:  httpport.ReportObject,
 	})
 	httpport.Register(rt.App, svc)
-	if err := rt.Work(q, tasks.QueueVerification, cfg.ExpiryConcurrency, func(mux *asynq.ServeMux) { worker.Register(mux, svc) }); err != nil {
+	// An expiry runs long after the create that scheduled it: in a trace of its own, linked.
+	if err := rt.Work(q, tasks.QueueVerification, cfg.ExpiryConcurrency, func(mux *asynq.ServeMux) { worker.Register(mux, svc) },
+		service.LinkedTraces()); err != nil {
 		return fail(err)
 	}
 	rt.Go(func(ctx context.Context) {

@@ -24,7 +24,7 @@ func (s *instance) publish(t *testing.T, evs ...events.Event) {
 	}
 	client := asynq.NewClient(opt)
 	defer client.Close()
-	pub := outbox.NewPublisher(client, propagation.TraceContext{})
+	pub := outbox.NewPublisher(asynqx.NewProducer(client, nil, propagation.TraceContext{}))
 	for _, e := range evs {
 		if err := pub.Publish(context.Background(), outbox.ToDoc(context.Background(), nil, e)); err != nil {
 			t.Fatal(err)

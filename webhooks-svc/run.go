@@ -47,7 +47,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	if err != nil {
 		return fail(err)
 	}
-	relay, client := q.Relay, q.Client
+	relay := q.Relay
 	endpoints := mongo.NewRepository(rt.Store, relay, cfg.EndpointCacheTTL)
 	eventStore := mongo.NewEvents(rt.Store)
 	deliveries := mongo.NewDeliveries(rt.Store)
@@ -70,12 +70,17 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 			"allow_private", cfg.AllowPrivate, "tls_insecure", cfg.TLSInsecure)
 	}
 
+	sender, err := webhookhttp.New(webhookhttp.Config{Timeout: cfg.Timeout, AllowPrivate: cfg.AllowPrivate, TLSInsecure: cfg.TLSInsecure,
+		TracerProvider: rt.Tel.TracerProvider, MeterProvider: rt.Tel.MeterProvider})
+	if err != nil {
+		return fail(err)
+	}
 	svc := app.New(app.Deps{
 		Endpoints:  endpoints,
 		Events:     eventStore,
 		Deliveries: deliveries,
-		Scheduler:  asynqadapter.NewScheduler(client, rt.Tel.Propagator, cfg.Timeout),
-		Sender:     webhookhttp.New(webhookhttp.Config{Timeout: cfg.Timeout, AllowPrivate: cfg.AllowPrivate, TLSInsecure: cfg.TLSInsecure}),
+		Scheduler:  asynqadapter.NewScheduler(q.Producer, cfg.Timeout),
+		Sender:     sender,
 		Clock:      app.ClockFunc(time.Now),
 		IDs:        ids.NewGenerator(nil),
 		Log:        log,

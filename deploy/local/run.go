@@ -123,9 +123,9 @@ func printBanner(w io.Writer, st *stack.Stack, opts stack.Options) {
 	fmt.Fprintf(&b, "  API gateway    %s\n", st.GatewayURL)
 	fmt.Fprintf(&b, "  Admin API      %s   (Authorization: Bearer %s, kept in %s unless ADMIN_TOKEN is set)\n", st.AdminURL, st.AdminToken, filepath.Join(opts.DataDir, "admin_token"))
 	fmt.Fprintf(&b, "  Test API key   %s   (account acct_dev, kept in %s)\n", st.DevAPIKey, filepath.Join(opts.DataDir, "dev_api_key"))
-	b.WriteString("\n  Programs (the services on free ports unless their *_ADDR is set):\n")
+	b.WriteString("\n  Programs (the services on free ports unless their *_ADDR is set), with their Prometheus metrics:\n")
 	for _, p := range st.Programs() {
-		fmt.Fprintf(&b, "    %-17s pid %-8d %s\n", p.Name, p.PID, p.URL)
+		fmt.Fprintf(&b, "    %-17s pid %-8d %-24s %s\n", p.Name, p.PID, p.URL, p.MetricsURL)
 	}
 	b.WriteString("\n  Try it:\n")
 	fmt.Fprintf(&b, "    curl %s/v1/webhook_endpoints \\\n", st.GatewayURL)

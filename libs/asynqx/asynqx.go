@@ -1,6 +1,7 @@
-// Package asynqx is how every service uses asynq: connection options from a Redis URL, tasks
-// that carry the W3C trace context in their headers, a server middleware that restores it, and
-// a server configuration tuned for latency.
+// Package asynqx is how every service uses asynq: connection options from a Redis URL, a
+// producer that enqueues tasks in a producer span whose W3C trace context their headers carry,
+// a server middleware that restores it, metrics of the tasks handled and of the queues, and a
+// server configuration tuned for latency.
 package asynqx
 
 import (
@@ -36,20 +37,27 @@ func RedisOpt(url string) (asynq.RedisConnOpt, error) {
 	return opt, nil
 }
 
-// NewTask returns a task whose headers carry ctx's trace context.
-func NewTask(ctx context.Context, prop propagation.TextMapPropagator, typ string, payload []byte, opts ...asynq.Option) *asynq.Task {
-	headers := map[string]string{}
-	prop.Inject(ctx, propagation.MapCarrier(headers))
-	return asynq.NewTaskWithHeaders(typ, payload, headers, opts...)
-}
+// Lineage says how the span of a task's handling relates to the producer span that enqueued it.
+type Lineage int
 
-// TraceMiddleware continues the trace a task was enqueued in and wraps its handling in a
-// consumer span, so a webhook delivery shows up under the API request that caused it.
-func TraceMiddleware(tp trace.TracerProvider, prop propagation.TextMapPropagator) asynq.MiddlewareFunc {
+const (
+	// Child continues the producer's trace: the consumer span is the producer span's child.
+	// For work that is part of what caused it: an event's fan-out and delivery attempts belong
+	// to the API request whose change raised the event.
+	Child Lineage = iota
+	// Linked starts a trace of its own whose consumer span links to the producer span. For
+	// work scheduled for later (a payment attempt, a session's expiry): on the request's trace
+	// it would stretch that trace over days and hide the request's own duration, while the
+	// link still leads from the attempt to the request that scheduled it.
+	Linked
+)
+
+// TraceMiddleware restores the trace context a task was enqueued with (Producer) and wraps
+// the task's handling in a consumer span, child of or linked to the producer span (lineage).
+func TraceMiddleware(tp trace.TracerProvider, prop propagation.TextMapPropagator, lineage Lineage) asynq.MiddlewareFunc {
 	tracer := tp.Tracer("rentalplatform/libs/asynqx")
 	return func(next asynq.Handler) asynq.Handler {
 		return asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) error {
-			ctx = prop.Extract(ctx, propagation.MapCarrier(t.Headers()))
 			attrs := []attribute.KeyValue{
 				attribute.String("messaging.system", "asynq"),
 				attribute.String("messaging.operation.type", "process"),
@@ -61,7 +69,20 @@ func TraceMiddleware(tp trace.TracerProvider, prop propagation.TextMapPropagator
 			if q, ok := asynq.GetQueueName(ctx); ok {
 				attrs = append(attrs, attribute.String("messaging.destination.name", q))
 			}
-			ctx, span := tracer.Start(ctx, "process "+t.Type(), trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(attrs...))
+			if n, ok := asynq.GetRetryCount(ctx); ok && n > 0 {
+				attrs = append(attrs, attribute.Int("asynq.task.retry_count", n))
+			}
+			opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(attrs...)}
+			producer := prop.Extract(ctx, propagation.MapCarrier(t.Headers()))
+			switch sc := trace.SpanContextFromContext(producer); {
+			case lineage == Child:
+				ctx = producer
+			case sc.IsValid():
+				// The baggage still travels; only the span parentage is cut.
+				ctx = producer
+				opts = append(opts, trace.WithNewRoot(), trace.WithLinks(trace.Link{SpanContext: sc}))
+			}
+			ctx, span := tracer.Start(ctx, "process "+t.Type(), opts...)
 			defer span.End()
 			err := next.ProcessTask(ctx, t)
 			if err != nil {

@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
 	"rentalplatform/libs/identity"
+	"rentalplatform/libs/telemetry"
 )
 
 // Getenv looks up a variable; os.Getenv in production, a map in tests.
@@ -24,7 +27,9 @@ type Base struct {
 	InternalAuthSecret []byte
 	LogLevel           slog.Level
 	ShutdownTimeout    time.Duration
-	OTelExport         bool
+	// MetricsAddr is the internal listener serving GET /metrics (METRICS_ADDR).
+	MetricsAddr string
+	Telemetry   telemetry.Config
 }
 
 // Defaults are the per-service defaults of Base.
@@ -150,9 +155,84 @@ func (r *Reader) Secret(name string) []byte {
 	return []byte(v)
 }
 
-// OTelExport reports whether an OTLP endpoint is configured (the SDK reads the rest).
-func (r *Reader) OTelExport() bool {
-	return r.String("OTEL_EXPORTER_OTLP_ENDPOINT", "") != "" || r.String("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "") != ""
+// Telemetry reads the standard OpenTelemetry variables that say what the process is and where
+// its spans go (package telemetry lists the ones the SDK reads itself), and
+// DEPLOYMENT_ENVIRONMENT. The service name is left empty unless OTEL_SERVICE_NAME sets it: the
+// program fills in its own.
+func (r *Reader) Telemetry() telemetry.Config {
+	c := telemetry.Config{
+		ServiceName: r.String("OTEL_SERVICE_NAME", ""),
+		Environment: r.String("DEPLOYMENT_ENVIRONMENT", "local"),
+		Sampler:     r.String("OTEL_TRACES_SAMPLER", ""),
+		SamplerArg:  r.String("OTEL_TRACES_SAMPLER_ARG", ""),
+	}
+	var err error
+	if c.ResourceAttributes, err = telemetry.ParseResourceAttributes(r.String("OTEL_RESOURCE_ATTRIBUTES", "")); err != nil {
+		r.errs = append(r.errs, err)
+	}
+	if _, err := telemetry.NewSampler(c.Sampler, c.SamplerArg); err != nil {
+		r.errs = append(r.errs, err)
+	}
+	switch exp := r.String("OTEL_TRACES_EXPORTER", "otlp"); exp {
+	case "none":
+		return c
+	case "otlp":
+	default:
+		r.errs = append(r.errs, fmt.Errorf("OTEL_TRACES_EXPORTER: %q is not otlp or none", exp))
+		return c
+	}
+	// Only OTLP over HTTP with protobuf is built in; a collector's gRPC port would not
+	// understand it, so a request for anything else is refused rather than sent there anyway.
+	for _, name := range []string{"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"} {
+		if p := r.String(name, "http/protobuf"); p != "http/protobuf" {
+			r.errs = append(r.errs, fmt.Errorf("%s: %q is not supported; only http/protobuf (port 4318 of a collector)", name, p))
+		}
+	}
+	// The signal's own variable is the URL as is; the shared one is a base the signal's path
+	// is appended to, as the specification says.
+	name, endpoint := "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", r.String("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
+	if endpoint == "" {
+		name, endpoint = "OTEL_EXPORTER_OTLP_ENDPOINT", r.String("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+		if endpoint != "" {
+			endpoint = strings.TrimSuffix(endpoint, "/") + "/v1/traces"
+		}
+	}
+	if endpoint == "" {
+		return c
+	}
+	if u, err := url.Parse(endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		r.errs = append(r.errs, fmt.Errorf("%s: %q is not an http:// or https:// URL", name, r.String(name, "")))
+		return c
+	}
+	c.TracesEndpoint = endpoint
+	return c
+}
+
+// MetricsAddr reads METRICS_ADDR, the internal listener of the Prometheus scrape endpoint. Its
+// default is the address of listener (the service's own, or the gateway's admin listener:
+// never a public one) with the port 1000 higher, so every program has one without
+// configuration (127.0.0.1:9094 for webhooks-svc), and a listener on port 0 (tests, the local
+// stack) gets a free port for metrics too.
+func (r *Reader) MetricsAddr(listener string) string {
+	if v := r.String("METRICS_ADDR", ""); v != "" {
+		return v
+	}
+	host, port, err := net.SplitHostPort(listener)
+	if err != nil {
+		return "" // the listener's own variable reports the problem
+	}
+	n, err := strconv.Atoi(port)
+	switch {
+	case err != nil:
+		r.errs = append(r.errs, fmt.Errorf("METRICS_ADDR: set it (no default from the port %q)", port))
+		return ""
+	case n == 0:
+		return net.JoinHostPort(host, "0")
+	case n+1000 > 65535:
+		r.errs = append(r.errs, fmt.Errorf("METRICS_ADDR: set it (the default, port %d + 1000, is out of range)", n))
+		return ""
+	}
+	return net.JoinHostPort(host, strconv.Itoa(n+1000))
 }
 
 // LoadBase reads the settings every service shares.
@@ -165,12 +245,15 @@ func LoadBase(getenv Getenv, d Defaults) (Base, error) {
 		InternalAuthSecret: r.Secret("INTERNAL_AUTH_SECRET"),
 		LogLevel:           r.LogLevel("LOG_LEVEL"),
 		ShutdownTimeout:    r.Duration("SHUTDOWN_TIMEOUT", 10*time.Second),
-		OTelExport:         r.OTelExport(),
+		Telemetry:          r.Telemetry(),
 	}
+	b.MetricsAddr = r.MetricsAddr(b.HTTPAddr)
 	return b, r.Err()
 }
 
-// Logger returns the JSON logger every process writes to stdout.
+// Logger returns the JSON logger every process writes to stdout. A line logged with a context
+// inside a span carries its trace_id and span_id (telemetry.LogHandler).
 func Logger(w interface{ Write([]byte) (int, error) }, service string, level slog.Level) *slog.Logger {
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})).With("service", service)
+	h := slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})
+	return slog.New(telemetry.LogHandler(h)).With("service", service)
 }

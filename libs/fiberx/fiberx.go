@@ -19,6 +19,8 @@ import (
 
 	"github.com/gofiber/contrib/otelfiber/v2"
 	"github.com/gofiber/fiber/v2"
+	"go.opentelemetry.io/otel/metric"
+	noopmetric "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
@@ -26,7 +28,6 @@ import (
 	"rentalplatform/libs/identity"
 	"rentalplatform/libs/jsonbody"
 	"rentalplatform/libs/listing"
-	"rentalplatform/libs/telemetry"
 )
 
 // HeaderRequestID is the response header naming the request, on every response.
@@ -44,6 +45,15 @@ type Config struct {
 	// TracerProvider and Propagator instrument requests; nil leaves them untraced.
 	TracerProvider trace.TracerProvider
 	Propagator     propagation.TextMapPropagator
+	// MeterProvider records the requests' rate, errors and duration (metrics.go); nil records
+	// nothing. Listener names the app in the metrics ("http", "public", "admin").
+	MeterProvider metric.MeterProvider
+	Listener      string
+	// Route names a request's route in span names and metrics; nil is Fiber's matched route
+	// (c.Route().Path, "/v1/webhook_endpoints/:id"). It must return one of a bounded set of
+	// strings that outlive the request: the gateway, which matches its routes itself, names
+	// them from a table.
+	Route func(*fiber.Ctx) string
 	// RequestID, when set, names requests that carry no gateway identity (the gateway itself).
 	RequestID func(*fiber.Ctx) string
 }
@@ -81,14 +91,31 @@ func New(cfg Config) *fiber.App {
 		}()
 		return c.Next()
 	})
+	route := cfg.Route
+	if route == nil {
+		route = func(c *fiber.Ctx) string { return c.Route().Path }
+	}
 	if cfg.TracerProvider != nil {
 		app.Use(otelfiber.Middleware(
 			otelfiber.WithTracerProvider(cfg.TracerProvider),
 			otelfiber.WithPropagators(cfg.Propagator),
+			// Its own metrics would carry client addresses and ports as labels, unbounded;
+			// the metrics are ours (metrics.go).
+			otelfiber.WithMeterProvider(noopmetric.NewMeterProvider()),
 			otelfiber.WithNext(isHealth),
-			otelfiber.WithSpanNameFormatter(func(c *fiber.Ctx) string { return c.Method() + " " + c.Route().Path }),
+			otelfiber.WithSpanNameFormatter(func(c *fiber.Ctx) string { return c.Method() + " " + route(c) }),
 		))
 	}
+	var metrics *serverMetrics
+	if cfg.MeterProvider != nil {
+		var err error
+		if metrics, err = newServerMetrics(cfg.MeterProvider, cfg.Listener, route); err != nil {
+			log.Error("HTTP server metrics are off", "error", err.Error())
+			metrics = nil
+		}
+	}
+	// Before the identity check, so a request refused by it is logged and measured too.
+	app.Use(accessLog(log, metrics))
 	app.Use(func(c *fiber.Ctx) error {
 		if cfg.Signer != nil && !isHealth(c) {
 			id, err := cfg.Signer.Verify(func(k string) string { return strings.Clone(c.Get(k)) }, c.Method(), c.Path())
@@ -108,7 +135,6 @@ func New(cfg Config) *fiber.App {
 		}
 		return c.Next()
 	})
-	app.Use(accessLog(log))
 	return app
 }
 
@@ -117,21 +143,30 @@ func isHealth(c *fiber.Ctx) bool {
 	return p == "/healthz" || p == "/readyz"
 }
 
-// accessLog logs one line per request with its outcome. Errors are rendered here, rather than
-// after the middleware chain, so the logged status is the one the client gets.
-func accessLog(log *slog.Logger) fiber.Handler {
+// accessLog logs one line per request with its outcome, and measures it when metrics is not
+// nil. Errors are rendered here, rather than after the middleware chain, so the logged status
+// is the one the client gets. Health checks are neither logged nor measured: probes would
+// drown the rest.
+func accessLog(log *slog.Logger, metrics *serverMetrics) fiber.Handler {
 	return func(c *fiber.Ctx) error {
+		if isHealth(c) {
+			return c.Next()
+		}
 		start := time.Now()
+		if metrics != nil {
+			metrics.begin()
+		}
 		err := c.Next()
 		if err != nil {
 			if herr := c.App().ErrorHandler(c, err); herr != nil {
 				return herr
 			}
 		}
-		if isHealth(c) {
-			return nil
-		}
 		status := c.Response().StatusCode()
+		took := time.Since(start)
+		if metrics != nil {
+			metrics.end(c, status, took)
+		}
 		level := slog.LevelInfo
 		if status >= 500 {
 			level = slog.LevelError
@@ -140,11 +175,10 @@ func accessLog(log *slog.Logger) fiber.Handler {
 		if log.Enabled(ctx, level) {
 			log.LogAttrs(ctx, level, "request",
 				slog.String("request_id", RequestID(c)),
-				slog.String("trace_id", telemetry.TraceID(ctx)),
 				slog.String("method", c.Method()),
 				slog.String("path", c.Path()),
 				slog.Int("status", status),
-				slog.Duration("duration", time.Since(start)),
+				slog.Duration("duration", took),
 			)
 		}
 		return nil
@@ -163,7 +197,7 @@ func ErrorHandler(log *slog.Logger) fiber.ErrorHandler {
 				e = fromFiber(c, fe)
 			} else {
 				log.ErrorContext(c.UserContext(), "internal error", "error", err.Error(),
-					"request_id", RequestID(c), "trace_id", telemetry.TraceID(c.UserContext()), "path", c.Path())
+					"request_id", RequestID(c), "path", c.Path())
 				e = apierr.Internal()
 			}
 		}

@@ -13,6 +13,10 @@ import (
 // NewMonitor returns a command monitor that makes one client span per MongoDB command, child of
 // the span in the command's context. (The contrib otelmongo module has no mongo-driver v2
 // release we can use, so this is the same idea in a few lines.)
+//
+// A command run outside any trace (the outbox relay's and the sweeps' polls, the readiness
+// ping) makes no span: each would be a trace of its own, a few every second per service, and
+// bury the traces of requests and tasks.
 func NewMonitor(tp trace.TracerProvider) *event.CommandMonitor {
 	tracer := tp.Tracer("rentalplatform/libs/mongox")
 	var spans sync.Map // request id -> trace.Span
@@ -30,6 +34,9 @@ func NewMonitor(tp trace.TracerProvider) *event.CommandMonitor {
 	}
 	return &event.CommandMonitor{
 		Started: func(ctx context.Context, e *event.CommandStartedEvent) {
+			if !trace.SpanContextFromContext(ctx).IsValid() {
+				return
+			}
 			attrs := []attribute.KeyValue{
 				attribute.String("db.system", "mongodb"),
 				attribute.String("db.name", e.DatabaseName),

@@ -96,20 +96,15 @@ type Store interface {
 	Clear(ctx context.Context, aggregateID string, docs []Doc) error
 }
 
-// Enqueuer is the part of *asynq.Client the publisher uses.
-type Enqueuer interface {
-	EnqueueContext(ctx context.Context, task *asynq.Task, opts ...asynq.Option) (*asynq.TaskInfo, error)
-}
-
 // Publisher enqueues events on the `events` queue.
 type Publisher struct {
-	client Enqueuer
-	prop   propagation.TextMapPropagator
+	producer *asynqx.Producer
+	prop     propagation.TextMapPropagator
 }
 
-// NewPublisher returns a publisher enqueuing through client.
-func NewPublisher(client Enqueuer, prop propagation.TextMapPropagator) *Publisher {
-	return &Publisher{client: client, prop: prop}
+// NewPublisher returns a publisher enqueuing through producer.
+func NewPublisher(producer *asynqx.Producer) *Publisher {
+	return &Publisher{producer: producer, prop: producer.Propagator()}
 }
 
 // Publish enqueues each event with its id as the task id. An event already queued (a task id
@@ -120,13 +115,14 @@ func (p *Publisher) Publish(ctx context.Context, docs ...Doc) error {
 		if err != nil {
 			return err
 		}
+		// The publish joins the trace of the request that raised the event, also when the
+		// relay publishes it late, outside any request.
 		tctx := ctx
 		if d.Traceparent != "" {
 			tctx = p.prop.Extract(ctx, propagation.MapCarrier{"traceparent": d.Traceparent, "tracestate": d.Tracestate})
 		}
-		task := asynqx.NewTask(tctx, p.prop, events.TaskType, payload,
-			asynq.Queue(events.Queue), asynq.TaskID(d.ID), asynq.MaxRetry(25))
-		if _, err := p.client.EnqueueContext(ctx, task); err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
+		_, err = p.producer.Enqueue(tctx, events.TaskType, payload, asynq.Queue(events.Queue), asynq.TaskID(d.ID), asynq.MaxRetry(25))
+		if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
 			return fmt.Errorf("publish event %s: %w", d.ID, err)
 		}
 	}

@@ -103,8 +103,12 @@ func setup(t *testing.T) (*memStore, *asynq.Client, *asynq.Inspector) {
 	return newMemStore(), client, insp
 }
 
-func newRelay(client Enqueuer, grace time.Duration, store Store) *Relay {
-	r := NewRelay(NewPublisher(client, prop), slog.New(slog.NewTextHandler(io.Discard, nil)), time.Hour, grace)
+func newPublisher(client asynqx.Enqueuer) *Publisher {
+	return NewPublisher(asynqx.NewProducer(client, nil, prop))
+}
+
+func newRelay(client asynqx.Enqueuer, grace time.Duration, store Store) *Relay {
+	r := NewRelay(newPublisher(client), slog.New(slog.NewTextHandler(io.Discard, nil)), time.Hour, grace)
 	r.Add(store)
 	return r
 }
@@ -155,7 +159,7 @@ func TestRelayPublishesWhatTheFastPathMissed(t *testing.T) {
 		t.Fatal("the relay took an event still within the fast path's grace period")
 	}
 	// Publishing again (a crash between publish and clear) is harmless.
-	if err := NewPublisher(client, prop).Publish(context.Background(), oldDocs...); err != nil {
+	if err := newPublisher(client).Publish(context.Background(), oldDocs...); err != nil {
 		t.Fatalf("republish: %v", err)
 	}
 	if n := relay.Sweep(context.Background()); n != 0 {

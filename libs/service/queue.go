@@ -17,6 +17,9 @@ import (
 type Queue struct {
 	Opt    asynq.RedisConnOpt
 	Client *asynq.Client
+	// Producer enqueues through Client, each task in a producer span of the caller's trace: a
+	// service's own task scheduler enqueues with it.
+	Producer *asynqx.Producer
 	// Relay is handed to the service's docstore collections (Options.Outbox): it publishes each
 	// write's events at once (the fast path), and every relay interval it publishes what the
 	// fast path missed once that has waited longer than a fast path takes.
@@ -33,19 +36,59 @@ func (rt *Runtime) ConnectQueue(redisURL string, relayInterval time.Duration) (*
 	client := asynq.NewClient(opt)
 	rt.OnClose(func(context.Context) error { return client.Close() })
 	rt.AddCheck("redis", func(context.Context) error { return client.Ping() })
-	relay := outbox.NewRelay(outbox.NewPublisher(client, rt.Tel.Propagator), rt.Log, relayInterval,
+	producer := asynqx.NewProducer(client, rt.Tel.TracerProvider, rt.Tel.Propagator)
+	relay := outbox.NewRelay(outbox.NewPublisher(producer), rt.Log, relayInterval,
 		max(2*time.Second, 2*relayInterval))
 	rt.Go(func(ctx context.Context) { _ = relay.Run(ctx) })
-	return &Queue{Opt: opt, Client: client, Relay: relay}, nil
+	return &Queue{Opt: opt, Client: client, Producer: producer, Relay: relay}, nil
 }
 
-// Work starts an asynq server taking tasks from queue with concurrency workers, each task in
-// the trace it was enqueued in, handled by what register adds to the mux. It is shut down at
-// shutdown, before the background loops stop and the connections close.
-func (rt *Runtime) Work(q *Queue, queue string, concurrency int, register func(*asynq.ServeMux)) error {
-	srv := asynq.NewServer(q.Opt, asynqx.ServerConfig(map[string]int{queue: 1}, concurrency, rt.Log))
+// WorkOption adjusts a worker started by Work.
+type WorkOption func(*workConfig)
+
+type workConfig struct {
+	lineage    asynqx.Lineage
+	retryDelay asynq.RetryDelayFunc
+}
+
+// LinkedTraces has each task handled in a trace of its own, linked to the request (or task)
+// that enqueued it, rather than in that trace (asynqx.Linked): for tasks scheduled for later.
+func LinkedTraces() WorkOption { return func(c *workConfig) { c.lineage = asynqx.Linked } }
+
+// RetryDelay replaces asynqx.RetryDelay as the delay before asynq runs a failed task again.
+func RetryDelay(fn asynq.RetryDelayFunc) WorkOption {
+	return func(c *workConfig) { c.retryDelay = fn }
+}
+
+// Work starts an asynq server taking tasks from queue with concurrency workers, handled by
+// what register adds to the mux: each task in a consumer span of the trace it was enqueued in
+// (or linked to it: LinkedTraces), and measured (asynqx.MetricsMiddleware). The queue's depth
+// and latency are reported with the metrics (asynqx.ObserveQueues). The server is shut down at
+// shutdown, before the background loops stop and the connections close. Only q.Opt is used:
+// a service that keeps its own asynq client passes a Queue holding its options alone.
+func (rt *Runtime) Work(q *Queue, queue string, concurrency int, register func(*asynq.ServeMux), opts ...WorkOption) error {
+	var wc workConfig
+	for _, o := range opts {
+		o(&wc)
+	}
+	cfg := asynqx.ServerConfig(map[string]int{queue: 1}, concurrency, rt.Log)
+	if wc.retryDelay != nil {
+		cfg.RetryDelayFunc = wc.retryDelay
+	}
+	measure, err := asynqx.MetricsMiddleware(rt.Tel.MeterProvider)
+	if err != nil {
+		return fmt.Errorf("%s worker metrics: %w", queue, err)
+	}
+	inspector := asynq.NewInspector(q.Opt)
+	rt.OnClose(func(context.Context) error { return inspector.Close() })
+	if _, err := asynqx.ObserveQueues(rt.Tel.MeterProvider, inspector, queue); err != nil {
+		return fmt.Errorf("%s queue metrics: %w", queue, err)
+	}
+	srv := asynq.NewServer(q.Opt, cfg)
 	mux := asynq.NewServeMux()
-	mux.Use(asynqx.TraceMiddleware(rt.Tel.TracerProvider, rt.Tel.Propagator))
+	// Measured outside the span, so the duration includes it; the span's error status and the
+	// outcome label come from the same returned error.
+	mux.Use(measure, asynqx.TraceMiddleware(rt.Tel.TracerProvider, rt.Tel.Propagator, wc.lineage))
 	register(mux)
 	if err := srv.Start(mux); err != nil {
 		return fmt.Errorf("start %s worker: %w", queue, err)

@@ -1,5 +1,6 @@
-// Package service assembles the runtime every service process shares — JSON logger, tracing,
-// the MongoDB database, and the Fiber app with gateway identity and health checks — so each
+// Package service assembles the runtime every service process shares — JSON logger, tracing and
+// metrics (with their own listener), the MongoDB database, the Fiber app with gateway identity
+// and health checks, asynq workers and background loops — so each
 // service's run() only composes what is its own: adapters, use cases and routes. A Spec
 // describes one service (name, default address and database); Spec.Run is the whole run() of a
 // service that reads only the shared settings.
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"golang.org/x/sync/errgroup"
 
 	"rentalplatform/libs/config"
 	"rentalplatform/libs/docstore"
@@ -51,7 +53,11 @@ func Start(ctx context.Context, name string, cfg config.Base, stdout io.Writer) 
 	if err != nil {
 		return nil, err
 	}
-	rt.Tel, err = telemetry.Setup(ctx, telemetry.Config{ServiceName: name, Export: cfg.OTelExport})
+	tc := cfg.Telemetry
+	if tc.ServiceName == "" {
+		tc.ServiceName = name
+	}
+	rt.Tel, err = telemetry.Setup(ctx, tc)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +76,8 @@ func Start(ctx context.Context, name string, cfg config.Base, stdout io.Writer) 
 	}
 	rt.AddCheck("mongodb", func(ctx context.Context) error { return mongox.Ping(ctx, db) })
 	rt.App = fiberx.New(fiberx.Config{Service: name, Logger: rt.Log, Signer: signer,
-		TracerProvider: rt.Tel.TracerProvider, Propagator: rt.Tel.Propagator})
+		TracerProvider: rt.Tel.TracerProvider, Propagator: rt.Tel.Propagator,
+		MeterProvider: rt.Tel.MeterProvider, Listener: "http"})
 	return rt, nil
 }
 
@@ -82,12 +89,19 @@ func (rt *Runtime) AddCheck(name string, fn func(context.Context) error) {
 // OnClose registers a shutdown step; steps run in reverse order of registration.
 func (rt *Runtime) OnClose(fn func(context.Context) error) { rt.closers = append(rt.closers, fn) }
 
-// Serve registers the health endpoints, serves until ctx ends, shuts down gracefully and then
-// closes everything registered with OnClose.
+// Serve registers the health endpoints, serves the service on HTTP_ADDR and its metrics on
+// METRICS_ADDR until ctx ends (or either listener fails, which stops the other), shuts down
+// gracefully and then closes everything registered with OnClose.
 func (rt *Runtime) Serve(ctx context.Context) error {
 	fiberx.Health(rt.App, rt.Log, rt.checks...)
-	err := fiberx.Serve(ctx, rt.App, rt.cfg.HTTPAddr, "http", rt.cfg.ShutdownTimeout, rt.Log)
-	return errors.Join(err, rt.Close())
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		return fiberx.Serve(gctx, rt.App, rt.cfg.HTTPAddr, "http", rt.cfg.ShutdownTimeout, rt.Log)
+	})
+	g.Go(func() error {
+		return fiberx.Serve(gctx, fiberx.MetricsApp(rt.Tel.Metrics), rt.cfg.MetricsAddr, "metrics", rt.cfg.ShutdownTimeout, rt.Log)
+	})
+	return errors.Join(g.Wait(), rt.Close())
 }
 
 // Close runs the shutdown steps, each with its own deadline (the serving ctx has ended by

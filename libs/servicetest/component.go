@@ -24,7 +24,9 @@ const Secret = "component-test-internal-auth-secret-0123456789"
 //   - "boots": run() on 127.0.0.1:0 against a database of its own (testkit) answers /healthz and
 //     /readyz with 200, refuses an unsigned request with 401 authentication_error /
 //     internal_identity_invalid, answers a signed request for an unknown route with 404
-//     invalid_request_error / route_missing carrying the request's id, and stops cleanly;
+//     invalid_request_error / route_missing carrying the request's id, serves its metrics on
+//     its metrics listener (those two requests counted, health checks not) and nowhere else,
+//     and stops cleanly;
 //   - "refuses bad config": run() with several bad shared settings returns, without serving,
 //     an error that names every one of them.
 //
@@ -36,7 +38,7 @@ func Component(t *testing.T, run RunFunc, env map[string]string) {
 		t.Parallel()
 		vars := Env(t)
 		maps.Copy(vars, env)
-		p := Start(t, run, vars, "http")
+		p := Start(t, run, vars, "http", "metrics")
 		signer, err := identity.NewSigner([]byte(Secret), nil)
 		if err != nil {
 			t.Fatal(err)
@@ -51,6 +53,28 @@ func Component(t *testing.T, run RunFunc, env map[string]string) {
 		id := identity.Identity{Account: "acct_component", RequestID: "req_component"}
 		sign := func(h http.Header) { signer.Sign(h.Set, id, http.MethodGet, path) }
 		wantError(t, p.URL("http")+path, sign, http.StatusNotFound, "invalid_request_error", "route_missing", id.RequestID)
+
+		m := Scrape(t, p.URL("metrics")+"/metrics")
+		for _, status := range []string{"401", "404"} {
+			h := m.Histogram(t, "http_server_request_duration_seconds", map[string]string{"http_response_status_code": status, "http_request_method": "GET"})
+			if h.GetSampleCount() != 1 || h.GetSampleSum() <= 0 {
+				t.Errorf("requests answered %s: %d measured, %gs in all; want the 1 made", status, h.GetSampleCount(), h.GetSampleSum())
+			}
+		}
+		for _, route := range []string{"/healthz", "/readyz"} {
+			if m.Find("http_server_request_duration_seconds", map[string]string{"http_route": route}) != nil {
+				t.Errorf("health checks (%s) are measured", route)
+			}
+		}
+		if m.Find("target_info", nil) == nil || m.Find("go_goroutines", nil) == nil {
+			t.Error("the metrics have no target_info or no Go runtime metrics")
+		}
+		if status, _ := get(t, p.URL("http")+"/metrics", nil); status == http.StatusOK {
+			t.Error("the service's own listener serves /metrics")
+		}
+		if status, _ := get(t, p.URL("metrics")+path, nil); status != http.StatusNotFound {
+			t.Errorf("the metrics listener answers %s with %d, want 404", path, status)
+		}
 	})
 	t.Run("refuses bad config", func(t *testing.T) {
 		t.Parallel()

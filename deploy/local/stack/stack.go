@@ -79,7 +79,7 @@ var gatewaySettings = []string{"GATEWAY_", "ADMIN_", "UPSTREAM_TIMEOUT", "BODY_L
 
 // everyProgram are the settings every program reads, and what a Go program needs of its
 // surroundings.
-var everyProgram = []string{"LOG_LEVEL", "SHUTDOWN_TIMEOUT", "OTEL_", "PATH", "HOME", "TMPDIR"}
+var everyProgram = []string{"LOG_LEVEL", "SHUTDOWN_TIMEOUT", "OTEL_", "DEPLOYMENT_ENVIRONMENT", "PATH", "HOME", "TMPDIR"}
 
 // stackSet are the variables the stack sets itself (and the service URLs of
 // gatewayUpstreamVar): never taken from Options.Environ, so the processes always find each
@@ -134,7 +134,11 @@ type Stack struct {
 	AdminToken string
 	DevAPIKey  string
 	// ServiceURLs maps each service to its own (internal) address.
-	ServiceURLs        map[string]string
+	ServiceURLs map[string]string
+	// MetricsURLs maps each program (the gateway too) to its Prometheus scrape endpoint, on its
+	// internal metrics listener (METRICS_ADDR, by default the service's own port or the
+	// gateway's admin port + 1000; port 0 stays a free port).
+	MetricsURLs        map[string]string
 	InternalAuthSecret string
 	MongoURI           string
 	RedisURL           string
@@ -243,25 +247,28 @@ func Start(ctx context.Context, opts Options) (st *Stack, err error) {
 		prog := &program{
 			name: svc.Name, path: filepath.Join(bin, svc.Name),
 			env:      programEnv(opts, svc.Name, svc.Settings, shared, own),
-			addrVars: map[string]string{"http": "HTTP_ADDR"}, want: []string{"http"},
+			addrVars: map[string]string{"http": "HTTP_ADDR", "metrics": "METRICS_ADDR"}, want: []string{"http", "metrics"},
 		}
 		addrs, err := s.startProgram(ctx, prog)
 		if err != nil {
 			return nil, err
 		}
 		s.ServiceURLs[svc.Name] = "http://" + addrs["http"]
+		s.MetricsURLs[svc.Name] = "http://" + addrs["metrics"] + "/metrics"
 		prog.readyURL = s.ServiceURLs[svc.Name] + "/readyz"
 		gatewayEnv[gatewayUpstreamVar[svc.Name]] = s.ServiceURLs[svc.Name]
 	}
 	gw := &program{
 		name: "gateway", path: filepath.Join(bin, "gateway"),
 		env:      programEnv(opts, "gateway", gatewaySettings, shared, gatewayEnv),
-		addrVars: map[string]string{"public": "GATEWAY_ADDR", "admin": "ADMIN_ADDR"}, want: []string{"public", "admin"},
+		addrVars: map[string]string{"public": "GATEWAY_ADDR", "admin": "ADMIN_ADDR", "metrics": "METRICS_ADDR"},
+		want:     []string{"public", "admin", "metrics"},
 	}
 	addrs, err := s.startProgram(ctx, gw)
 	if err != nil {
 		return nil, err
 	}
+	s.MetricsURLs["gateway"] = "http://" + addrs["metrics"] + "/metrics"
 	s.GatewayURL = "http://" + addrs["public"]
 	s.AdminURL = "http://" + addrs["admin"]
 	gw.readyURL = s.GatewayURL + "/readyz"
@@ -285,6 +292,7 @@ func newStack(out io.Writer) *Stack {
 	return &Stack{
 		InternalAuthSecret: randomHex(32),
 		ServiceURLs:        map[string]string{},
+		MetricsURLs:        map[string]string{},
 		out:                out,
 		programs:           map[string]*program{},
 		died:               make(chan error, len(services)+1),
@@ -574,9 +582,10 @@ func (s *Stack) Died() <-chan error { return s.died }
 
 // Program is one running program of the stack.
 type Program struct {
-	Name string
-	PID  int
-	URL  string // where it listens (the gateway: its public API)
+	Name       string
+	PID        int
+	URL        string // where it listens (the gateway: its public API)
+	MetricsURL string // its Prometheus scrape endpoint
 }
 
 // Programs lists the programs in start order (the services, then the gateway).
@@ -589,7 +598,7 @@ func (s *Stack) Programs() []Program {
 		if p.name == "gateway" {
 			u = s.GatewayURL
 		}
-		out = append(out, Program{Name: p.name, PID: p.cmd.Process.Pid, URL: u})
+		out = append(out, Program{Name: p.name, PID: p.cmd.Process.Pid, URL: u, MetricsURL: s.MetricsURLs[p.name]})
 	}
 	return out
 }

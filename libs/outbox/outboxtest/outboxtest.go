@@ -13,6 +13,7 @@ import (
 	"github.com/hibiken/asynq"
 	"go.opentelemetry.io/otel/propagation"
 
+	"rentalplatform/libs/asynqx"
 	"rentalplatform/libs/events"
 	"rentalplatform/libs/outbox"
 )
@@ -93,5 +94,5 @@ func (q *Queue) Repeated() []string {
 // NewRelay returns a relay that publishes to q. Its sweep takes every waiting event (no grace
 // period) and never runs by itself: tests call Sweep, and Wait for the fast path.
 func NewRelay(q *Queue) *outbox.Relay {
-	return outbox.NewRelay(outbox.NewPublisher(q, propagation.TraceContext{}), nil, time.Hour, 0)
+	return outbox.NewRelay(outbox.NewPublisher(asynqx.NewProducer(q, nil, propagation.TraceContext{})), nil, time.Hour, 0)
 }

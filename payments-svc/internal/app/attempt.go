@@ -123,6 +123,7 @@ func (s *Service) RunAttempt(ctx context.Context, id string, n int) error {
 	if err != nil {
 		return fmt.Errorf("attempt %d of %s: record: %w", n, id, err)
 	}
+	s.Outcomes.AttemptRecorded(ctx, outcome)
 	if err := s.failMethods(ctx, a.ID(), hard); err != nil {
 		return fmt.Errorf("attempt %d of %s: %w", n, id, err)
 	}

@@ -57,3 +57,15 @@ type Scheduler interface {
 	// then every open request's attempt is scheduled again.
 	Lost(ctx context.Context) (bool, error)
 }
+
+// Outcomes counts what collection attempts came to, for the platform's metrics.
+type Outcomes interface {
+	// AttemptRecorded is told the outcome of each attempt whose result was recorded (not of a
+	// run that found its attempt done or taken over elsewhere).
+	AttemptRecorded(ctx context.Context, o domain.Outcome)
+}
+
+// noOutcomes counts nothing: the use cases without metrics (tests).
+type noOutcomes struct{}
+
+func (noOutcomes) AttemptRecorded(context.Context, domain.Outcome) {}

@@ -31,9 +31,11 @@ type Deps struct {
 	// configured (live agreements are refused meanwhile).
 	Test, Live Processor
 	Scheduler  Scheduler
-	Now        func() time.Time
-	IDs        *ids.Generator
-	Log        *slog.Logger
+	// Outcomes is told what each attempt came to; nil: nothing is.
+	Outcomes Outcomes
+	Now      func() time.Time
+	IDs      *ids.Generator
+	Log      *slog.Logger
 }
 
 // Config is the engine's policy.
@@ -71,6 +73,9 @@ func New(deps Deps, cfg Config) *Service {
 	}
 	if deps.Now == nil {
 		deps.Now = time.Now
+	}
+	if deps.Outcomes == nil {
+		deps.Outcomes = noOutcomes{}
 	}
 	return &Service{Deps: deps, cfg: cfg}
 }

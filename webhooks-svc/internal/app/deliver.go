@@ -8,7 +8,6 @@ import (
 	"log/slog"
 
 	"rentalplatform/libs/events"
-	"rentalplatform/libs/telemetry"
 
 	"rentalplatform/webhooks-svc/internal/domain"
 )
@@ -91,7 +90,7 @@ func (s *Service) attempt(ctx context.Context, d *domain.Delivery, attempt int, 
 }
 
 // logFailure writes the sender's own error of an attempt that got no response to the log,
-// once per attempt, with what support needs to find it. The API shows only the attempt's
+// once per attempt, with what support needs to find it (the logger adds the trace and span). The API shows only the attempt's
 // category and its message: this error can name the platform's DNS resolver and the internal
 // address a name resolved to. A refusal by the private-address guard is a warning (an
 // endpoint pointing inside, by mistake or to probe); the rest is the receivers' business.
@@ -117,7 +116,6 @@ func (s *Service) logFailure(ctx context.Context, d *domain.Delivery, ev events.
 		slog.String("endpoint", d.Endpoint()),
 		slog.String("account", d.Account()),
 		slog.String("request_id", requestID),
-		slog.String("trace_id", telemetry.TraceID(ctx)),
 		slog.String("error_code", string(res.ErrorCode)),
 		slog.String("error", res.Cause.Error()),
 	)

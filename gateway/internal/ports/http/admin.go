@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
@@ -40,6 +41,7 @@ type AdminConfig struct {
 	IDs            *ids.Generator
 	TracerProvider trace.TracerProvider
 	Propagator     propagation.TextMapPropagator
+	MeterProvider  metric.MeterProvider
 	// AuthLimit limits wrong tokens per client address as the public listener limits bad
 	// API keys (GATEWAY_AUTH_FAILURE_LIMIT); nil: unlimited.
 	AuthLimit AuthLimit
@@ -56,6 +58,8 @@ func NewAdmin(cfg AdminConfig) *fiber.App {
 		Logger:         cfg.Logger,
 		TracerProvider: cfg.TracerProvider,
 		Propagator:     cfg.Propagator,
+		MeterProvider:  cfg.MeterProvider,
+		Listener:       "admin",
 		RequestID:      func(*fiber.Ctx) string { return cfg.IDs.New(ids.Request) },
 	})
 	guardServer(app, cfg.IDs)

@@ -13,6 +13,7 @@ import (
 	"github.com/valyala/fasthttp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
@@ -23,7 +24,6 @@ import (
 	"rentalplatform/libs/fiberx"
 	"rentalplatform/libs/identity"
 	"rentalplatform/libs/ids"
-	"rentalplatform/libs/telemetry"
 )
 
 // Authenticator checks secret keys (app.Service).
@@ -65,6 +65,9 @@ type PublicConfig struct {
 	IDs             *ids.Generator
 	TracerProvider  trace.TracerProvider
 	Propagator      propagation.TextMapPropagator
+	// MeterProvider records the requests' rate, errors and duration per resource; nil
+	// records nothing.
+	MeterProvider metric.MeterProvider
 	// Checks are the /readyz dependencies.
 	Checks []fiberx.Check
 }
@@ -108,12 +111,18 @@ func NewPublic(cfg PublicConfig) *fiber.App {
 		propagator:  prop,
 	}
 	p.copyBufs.New = func() any { b := make([]byte, 16<<10); return &b }
+	// Every request passes the same catch-all handler (serve), whose Fiber route is "/"; the
+	// route is named from the path instead.
+	routes := newRouteNames()
 	app := fiberx.New(fiberx.Config{
 		Service:        "gateway",
 		Logger:         cfg.Logger,
 		BodyLimit:      cfg.BodyLimit,
 		TracerProvider: cfg.TracerProvider,
 		Propagator:     cfg.Propagator,
+		MeterProvider:  cfg.MeterProvider,
+		Listener:       "public",
+		Route:          func(c *fiber.Ctx) string { return routes.of(c.Path()) },
 		RequestID:      func(*fiber.Ctx) string { return cfg.IDs.New(ids.Request) },
 	})
 	// Bodies are read by the handler, not by the server: the limit depends on the route, and
@@ -272,7 +281,7 @@ func (p *public) forward(c *fiber.Ctx, key domain.Key, rt route, method, path, i
 			return body.clientError(p.uploadLimit)
 		}
 		p.log.WarnContext(ctx, "upstream call failed", "upstream", rt.service.Name(), "error", err.Error(),
-			"request_id", fiberx.RequestID(c), "trace_id", telemetry.TraceID(ctx), "api_key", key.ID(),
+			"request_id", fiberx.RequestID(c), "api_key", key.ID(),
 			"method", method, "path", path)
 		return fromUpstream(err)
 	}

@@ -101,3 +101,54 @@ func cleanPath(path string) bool {
 	}
 	return true
 }
+
+// Route names of requests the gateway does not route (an unknown path, the health checks) in
+// spans and metrics.
+const routeUnmatched = "unmatched"
+
+// routeNames names the public listener's requests in spans and metrics (http.route). The
+// gateway routes by resource, so it names by resource: "/v1/<resource>" for the resource's
+// collection, "/v1/<resource>/*" for everything below it, "/v1/test_helpers/<resource>/*" for
+// its test helpers; the services name their own routes precisely. Every name is made once,
+// here, so naming a request allocates nothing and the names are a bounded set.
+type routeNames map[string]resourceRoutes
+
+type resourceRoutes struct{ collection, below, helpers string }
+
+func newRouteNames() routeNames {
+	names := routeNames{}
+	for _, r := range []string{
+		"verification_sessions", "verification_reports", "collection_cases", "payment_requests",
+		"payment_agreements", "webhook_endpoints", "events", "webhook_deliveries",
+	} {
+		names[r] = resourceRoutes{
+			collection: apiPrefix + r,
+			below:      apiPrefix + r + "/*",
+			helpers:    apiPrefix + "test_helpers/" + r + "/*",
+		}
+	}
+	return names
+}
+
+// of names the request for path.
+func (n routeNames) of(path string) string {
+	rest, ok := strings.CutPrefix(path, apiPrefix)
+	if !ok {
+		return routeUnmatched
+	}
+	resource, tail, below := strings.Cut(rest, "/")
+	helper := resource == "test_helpers"
+	if helper {
+		resource, _, _ = strings.Cut(tail, "/")
+	}
+	r, ok := n[resource]
+	switch {
+	case !ok:
+		return routeUnmatched
+	case helper:
+		return r.helpers
+	case below && tail != "":
+		return r.below
+	}
+	return r.collection
+}

@@ -92,3 +92,25 @@ func TestBearer(t *testing.T) {
 		}
 	}
 }
+
+func TestRouteNames(t *testing.T) {
+	n := newRouteNames()
+	for path, want := range map[string]string{
+		"/v1/webhook_endpoints":                        "/v1/webhook_endpoints",
+		"/v1/webhook_endpoints/":                       "/v1/webhook_endpoints",
+		"/v1/webhook_endpoints/we_1":                   "/v1/webhook_endpoints/*",
+		"/v1/payment_requests/bulk":                    "/v1/payment_requests/*",
+		"/v1/test_helpers/payment_requests/preq_1/adv": "/v1/test_helpers/payment_requests/*",
+		"/v1/test_helpers":                             "unmatched",
+		"/v1/nothing/x":                                "unmatched",
+		"/v2/webhook_endpoints":                        "unmatched",
+		"/healthz":                                     "unmatched",
+	} {
+		if got := n.of(path); got != want {
+			t.Errorf("route of %s = %q, want %q", path, got, want)
+		}
+	}
+	if allocs := testing.AllocsPerRun(100, func() { n.of("/v1/collection_cases/dc_1/files") }); allocs != 0 {
+		t.Errorf("naming a route allocates %.0f times", allocs)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"rentalplatform/libs/asynqx"
 
@@ -28,30 +29,30 @@ const maxInfraRetries = 25
 
 // Scheduler implements app.Scheduler.
 type Scheduler struct {
-	client    *asynq.Client
+	producer  *asynqx.Producer
 	inspector *asynq.Inspector
 	redis     redis.UniversalClient
-	prop      propagation.TextMapPropagator
 	timeout   time.Duration
 }
 
 var _ app.Scheduler = (*Scheduler)(nil)
 
-// NewScheduler returns a scheduler on the Redis opt names; attemptTimeout bounds one run of an
-// attempt task. Close releases its connections.
-func NewScheduler(opt asynq.RedisConnOpt, prop propagation.TextMapPropagator, attemptTimeout time.Duration) (*Scheduler, error) {
+// NewScheduler returns a scheduler on the Redis opt names, enqueuing in producer spans of tp;
+// attemptTimeout bounds one run of an attempt task. Close releases its connections.
+func NewScheduler(opt asynq.RedisConnOpt, tp trace.TracerProvider, prop propagation.TextMapPropagator, attemptTimeout time.Duration) (*Scheduler, error) {
 	rc, ok := opt.MakeRedisClient().(redis.UniversalClient)
 	if !ok {
 		return nil, fmt.Errorf("payments scheduler: unexpected Redis client type %T", opt.MakeRedisClient())
 	}
 	return &Scheduler{
-		client: asynq.NewClientFromRedisClient(rc), inspector: asynq.NewInspectorFromRedisClient(rc),
-		redis: rc, prop: prop, timeout: attemptTimeout,
+		producer: asynqx.NewProducer(asynq.NewClientFromRedisClient(rc), tp, prop), inspector: asynq.NewInspectorFromRedisClient(rc),
+		redis: rc, timeout: attemptTimeout,
 	}, nil
 }
 
-// Client is the scheduler's asynq client, for the outbox publisher: one Redis pool serves both.
-func (s *Scheduler) Client() *asynq.Client { return s.client }
+// Producer enqueues through the scheduler's asynq client, for the outbox publisher: one Redis
+// pool serves both.
+func (s *Scheduler) Producer() *asynqx.Producer { return s.producer }
 
 // Close closes the Redis connections.
 func (s *Scheduler) Close() error { return s.redis.Close() }
@@ -100,7 +101,7 @@ func (s *Scheduler) enqueue(ctx context.Context, request string, n int, at time.
 	if time.Until(at) > 0 {
 		opts = append(opts, asynq.ProcessAt(asynqx.NotBefore(at)))
 	}
-	_, err := s.client.EnqueueContext(ctx, asynqx.NewTask(ctx, s.prop, tasks.TypeAttempt, p.Marshal(), opts...))
+	_, err := s.producer.Enqueue(ctx, tasks.TypeAttempt, p.Marshal(), opts...)
 	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
 		return fmt.Errorf("schedule %s: %w", p.ID(), err)
 	}

@@ -23,7 +23,7 @@ func TestScheduler(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := asynqadapter.NewScheduler(opt, propagation.TraceContext{}, time.Minute)
+	s, err := asynqadapter.NewScheduler(opt, nil, propagation.TraceContext{}, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}

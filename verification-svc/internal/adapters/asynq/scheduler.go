@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
-	"go.opentelemetry.io/otel/propagation"
 
 	"rentalplatform/libs/asynqx"
 
@@ -17,20 +16,14 @@ import (
 	"rentalplatform/verification-svc/internal/tasks"
 )
 
-// Enqueuer is the part of *asynq.Client the scheduler uses.
-type Enqueuer interface {
-	EnqueueContext(ctx context.Context, task *asynq.Task, opts ...asynq.Option) (*asynq.TaskInfo, error)
-}
-
 // Scheduler implements app.Scheduler. It enqueues in the background (Run), off the request
 // path: an expiry is due days later, the session is stored before it is scheduled, and the
 // sweep expires any session whose task never made it (a crash with tasks still buffered, a
 // Redis outage). On the embedded Redis an enqueue waits for the one lock every Lua script
 // holds, which was most of a create's tail latency (docs/events.md, "Verification sessions").
 type Scheduler struct {
-	client Enqueuer
-	prop   propagation.TextMapPropagator
-	todo   chan expiry
+	producer *asynqx.Producer
+	todo     chan expiry
 }
 
 type expiry struct {
@@ -45,9 +38,9 @@ var _ app.Scheduler = (*Scheduler)(nil)
 // a backlog never grows without bound.
 const backlog = 4096
 
-// NewScheduler returns a scheduler enqueuing through client once Run runs.
-func NewScheduler(client Enqueuer, prop propagation.TextMapPropagator) *Scheduler {
-	return &Scheduler{client: client, prop: prop, todo: make(chan expiry, backlog)}
+// NewScheduler returns a scheduler enqueuing through producer once Run runs.
+func NewScheduler(producer *asynqx.Producer) *Scheduler {
+	return &Scheduler{producer: producer, todo: make(chan expiry, backlog)}
 }
 
 // maxRetries is how often asynq reruns an expiry whose write failed (the store was down); the
@@ -107,7 +100,7 @@ func (s *Scheduler) enqueue(e expiry) error {
 	if time.Until(e.at) > 0 {
 		opts = append(opts, asynq.ProcessAt(asynqx.NotBefore(e.at)))
 	}
-	_, err := s.client.EnqueueContext(e.ctx, asynqx.NewTask(e.ctx, s.prop, tasks.TypeExpire, p.Marshal(), opts...))
+	_, err := s.producer.Enqueue(e.ctx, tasks.TypeExpire, p.Marshal(), opts...)
 	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
 		return fmt.Errorf("schedule %s: %w", p.ID(), err)
 	}

@@ -10,6 +10,8 @@ import (
 	"github.com/hibiken/asynq"
 	"go.opentelemetry.io/otel/propagation"
 
+	"rentalplatform/libs/asynqx"
+
 	"rentalplatform/verification-svc/internal/tasks"
 )
 
@@ -41,7 +43,7 @@ func (r *recorder) count() int {
 // still enqueued; when the buffer is full, ScheduleExpiry enqueues itself.
 func TestSchedulerEnqueuesInTheBackground(t *testing.T) {
 	rec := &recorder{gate: make(chan struct{})}
-	s := NewScheduler(rec, propagation.TraceContext{})
+	s := NewScheduler(asynqx.NewProducer(rec, nil, propagation.TraceContext{}))
 	ctx, stop := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() { s.Run(ctx, slog.New(slog.DiscardHandler)); close(done) }()
@@ -64,7 +66,7 @@ func TestSchedulerEnqueuesInTheBackground(t *testing.T) {
 	}
 
 	full := &recorder{}
-	s = NewScheduler(full, propagation.TraceContext{}) // no Run: the buffer fills
+	s = NewScheduler(asynqx.NewProducer(full, nil, propagation.TraceContext{})) // no Run: the buffer fills
 	for i := range backlog + 2 {
 		if err := s.ScheduleExpiry(t.Context(), "vs_x", at.Add(time.Duration(i))); err != nil {
 			t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
-	"go.opentelemetry.io/otel/propagation"
 
 	"rentalplatform/libs/asynqx"
 
@@ -16,25 +15,19 @@ import (
 	"rentalplatform/webhooks-svc/internal/tasks"
 )
 
-// Enqueuer is the part of *asynq.Client the scheduler uses.
-type Enqueuer interface {
-	EnqueueContext(ctx context.Context, task *asynq.Task, opts ...asynq.Option) (*asynq.TaskInfo, error)
-}
-
 // Scheduler implements app.Scheduler.
 type Scheduler struct {
-	client Enqueuer
-	prop   propagation.TextMapPropagator
+	producer *asynqx.Producer
 	// timeout bounds one run of the task: the attempt's own timeout plus the bookkeeping.
 	timeout time.Duration
 }
 
 var _ app.Scheduler = (*Scheduler)(nil)
 
-// NewScheduler returns a scheduler enqueuing through client; attemptTimeout is the HTTP
+// NewScheduler returns a scheduler enqueuing through producer; attemptTimeout is the HTTP
 // timeout of one attempt.
-func NewScheduler(client Enqueuer, prop propagation.TextMapPropagator, attemptTimeout time.Duration) *Scheduler {
-	return &Scheduler{client: client, prop: prop, timeout: attemptTimeout + 30*time.Second}
+func NewScheduler(producer *asynqx.Producer, attemptTimeout time.Duration) *Scheduler {
+	return &Scheduler{producer: producer, timeout: attemptTimeout + 30*time.Second}
 }
 
 // maxInfraRetries is how often asynq reruns an attempt task whose bookkeeping failed (the store
@@ -52,7 +45,7 @@ func (s *Scheduler) Schedule(ctx context.Context, delivery string, attempt int, 
 	if time.Until(at) > 0 {
 		opts = append(opts, asynq.ProcessAt(asynqx.NotBefore(at)))
 	}
-	_, err := s.client.EnqueueContext(ctx, asynqx.NewTask(ctx, s.prop, tasks.TypeDeliver, p.Marshal(), opts...))
+	_, err := s.producer.Enqueue(ctx, tasks.TypeDeliver, p.Marshal(), opts...)
 	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
 		return fmt.Errorf("schedule %s: %w", p.ID(), err)
 	}

@@ -146,7 +146,7 @@ func TestClassifiesRealFailures(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			res := New(tc.cfg).Send(context.Background(), app.Request{URL: tc.url, MessageID: "evt_1", Timestamp: time.Now(), Secrets: []string{secretA}})
+			res := newSender(t, tc.cfg).Send(context.Background(), app.Request{URL: tc.url, MessageID: "evt_1", Timestamp: time.Now(), Secrets: []string{secretA}})
 			checkAttempt(t, res, tc.want, tc.cause)
 			if tc.want == domain.AttemptResponseTimeout && res.Duration < tc.cfg.Timeout {
 				t.Errorf("timed out after %v, before the %v limit", res.Duration, tc.cfg.Timeout)
@@ -163,7 +163,7 @@ func TestClassifiesConnectTimeout(t *testing.T) {
 	if !ok {
 		t.Skip("this platform does not leave a connection to a full accept queue waiting")
 	}
-	res := New(Config{Timeout: 500 * time.Millisecond, AllowPrivate: true, TLSInsecure: true}).
+	res := newSender(t, Config{Timeout: 500 * time.Millisecond, AllowPrivate: true, TLSInsecure: true}).
 		Send(context.Background(), app.Request{URL: "https://" + addr + "/hook", MessageID: "evt_1", Timestamp: time.Now(), Secrets: []string{secretA}})
 	checkAttempt(t, res, domain.AttemptConnectionTimeout, func(err error) bool { var ne net.Error; return errors.As(err, &ne) && ne.Timeout() })
 }

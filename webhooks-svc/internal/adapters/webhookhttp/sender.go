@@ -15,8 +15,16 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
 	"strconv"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	noopmetric "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"rentalplatform/libs/netguard"
 
@@ -46,18 +54,36 @@ type Config struct {
 	// RootCAs are the certificate authorities receivers' certificates must chain to; nil is
 	// the system's.
 	RootCAs *x509.CertPool
+	// TracerProvider makes each attempt's client span; nil makes none.
+	TracerProvider trace.TracerProvider
+	// MeterProvider counts the attempts by result (metrics.go); nil counts nothing.
+	MeterProvider metric.MeterProvider
 }
 
 // Sender implements app.Sender.
 type Sender struct {
-	client *http.Client
-	now    func() time.Time
+	client  *http.Client
+	now     func() time.Time
+	tracer  trace.Tracer
+	metrics *attemptMetrics
 }
 
 var _ app.Sender = (*Sender)(nil)
 
 // New returns a sender.
-func New(cfg Config) *Sender {
+func New(cfg Config) (*Sender, error) {
+	tp := cfg.TracerProvider
+	if tp == nil {
+		tp = noop.NewTracerProvider()
+	}
+	mp := cfg.MeterProvider
+	if mp == nil {
+		mp = noopmetric.NewMeterProvider()
+	}
+	metrics, err := newAttemptMetrics(mp)
+	if err != nil {
+		return nil, err
+	}
 	dialer := &net.Dialer{Timeout: min(cfg.Timeout, 10*time.Second), KeepAlive: 30 * time.Second, Resolver: cfg.Resolver}
 	if !cfg.AllowPrivate {
 		// Every connection, to every address the name resolved to, is checked as it is made:
@@ -82,14 +108,38 @@ func New(cfg Config) *Sender {
 			// also lead to an address the guard would have refused at creation.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
-		now: time.Now,
-	}
+		now:     time.Now,
+		tracer:  tp.Tracer("rentalplatform/webhooks-svc/webhookhttp"),
+		metrics: metrics,
+	}, nil
 }
 
-// Send implements app.Sender.
-func (s *Sender) Send(ctx context.Context, r app.Request) domain.Result {
+// Send implements app.Sender. Each attempt is a client span of the trace of the task that makes
+// it (the fan-out of the event, or a delivery task).
+//
+// The span is made here rather than by otelhttp's transport because of what it may say: an
+// endpoint URL can hold the receiver's credentials in its path or query (chat webhooks do), so
+// the span names the receiver by scheme, host and port only, never url.full, since traces often
+// end up with a hosted vendor. Nor is any trace context sent to the receiver: the trace ids are
+// the platform's own.
+func (s *Sender) Send(ctx context.Context, r app.Request) (res domain.Result) {
+	ctx, span := s.tracer.Start(ctx, http.MethodPost+" webhook", trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(append(receiverAttrs(r.URL),
+			attribute.String("http.request.method", http.MethodPost),
+			attribute.String("webhook.message_id", r.MessageID))...))
+	defer func() {
+		s.metrics.record(res)
+		if res.Status != 0 {
+			span.SetAttributes(attribute.Int("http.response.status_code", res.Status))
+		}
+		if code := res.Attempt().ErrorCode; code != "" {
+			span.SetAttributes(attribute.String("error.type", string(code)))
+			span.SetStatus(codes.Error, string(code))
+		}
+		span.End()
+	}()
 	start := s.now()
-	res := domain.Result{At: r.Timestamp}
+	res = domain.Result{At: r.Timestamp}
 	var prog progress
 	ctx = httptrace.WithClientTrace(ctx, prog.trace())
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.URL, bytes.NewReader(r.Body))
@@ -124,4 +174,22 @@ func (s *Sender) Send(ctx context.Context, r app.Request) domain.Result {
 		res.RetryAfter = &d
 	}
 	return res
+}
+
+// receiverAttrs names the receiver of an attempt by scheme, host and port: the parts of its URL
+// that are never a credential.
+func receiverAttrs(raw string) []attribute.KeyValue {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"https": "443", "http": "80"}[u.Scheme]
+	}
+	attrs := []attribute.KeyValue{attribute.String("url.scheme", u.Scheme), attribute.String("server.address", u.Hostname())}
+	if n, err := strconv.Atoi(port); err == nil {
+		attrs = append(attrs, attribute.Int("server.port", n))
+	}
+	return attrs
 }

@@ -77,7 +77,7 @@ func TestSendSignsAndReports(t *testing.T) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}))
 	defer srv.Close()
-	s := New(Config{Timeout: 5 * time.Second, AllowPrivate: true, TLSInsecure: true})
+	s := newSender(t, Config{Timeout: 5 * time.Second, AllowPrivate: true, TLSInsecure: true})
 	ts := time.Unix(1_800_000_000, 0)
 	res := s.Send(context.Background(), app.Request{URL: srv.URL + "/hook", MessageID: "evt_1", Timestamp: ts,
 		Body: []byte(`{"id":"evt_1"}`), Secrets: []string{secretA, secretB}})
@@ -113,7 +113,7 @@ func TestRedirectsAreNotFollowed(t *testing.T) {
 		http.Redirect(w, r, "/elsewhere", http.StatusTemporaryRedirect)
 	}))
 	defer srv.Close()
-	res := New(Config{Timeout: 5 * time.Second, AllowPrivate: true, TLSInsecure: true}).
+	res := newSender(t, Config{Timeout: 5 * time.Second, AllowPrivate: true, TLSInsecure: true}).
 		Send(context.Background(), app.Request{URL: srv.URL, MessageID: "evt_1", Timestamp: time.Now(), Secrets: []string{secretA}})
 	if res.Status != 307 || followed.Load() {
 		t.Fatalf("result %+v, followed %v", res, followed.Load())
@@ -125,7 +125,7 @@ func TestGuardRefusesInternalAddresses(t *testing.T) {
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hit.Store(true) }))
 	defer srv.Close()
 	port := srv.URL[strings.LastIndex(srv.URL, ":"):]
-	s := New(Config{Timeout: 2 * time.Second, TLSInsecure: true})
+	s := newSender(t, Config{Timeout: 2 * time.Second, TLSInsecure: true})
 	for _, u := range []string{srv.URL, "https://localhost" + port, "https://[::ffff:127.0.0.1]" + port} {
 		res := s.Send(context.Background(), app.Request{URL: u, MessageID: "evt_1", Timestamp: time.Now(), Secrets: []string{secretA}})
 		if res.Status != 0 || res.ErrorCode != domain.AttemptAddressNotAllowed {

@@ -1,0 +1,119 @@
+package fiberx
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/adaptor"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"rentalplatform/libs/telemetry"
+)
+
+// Instrument names of the HTTP servers' RED metrics: one histogram gives the rate (its count),
+// the errors (its count for status codes >= 500) and the duration. They follow the
+// OpenTelemetry HTTP semantic conventions, so dashboards made for those fit; in Prometheus the
+// histogram is http_server_request_duration_seconds_{bucket,count,sum}.
+const (
+	MetricRequestDuration = "http.server.request.duration"
+	MetricActiveRequests  = "http.server.active_requests"
+)
+
+// maxAttrSets bounds the attribute sets remembered (telemetry.AttrSets).
+const maxAttrSets = 4096
+
+// serverMetrics records each request's duration with the attributes of its method, route and
+// status, whose set is made once per (method, route, status): recording a request then
+// allocates nothing.
+type serverMetrics struct {
+	duration metric.Float64Histogram
+	active   metric.Int64UpDownCounter
+	route    func(*fiber.Ctx) string
+	// activeOpts are the active-requests counter's options: the listener is its only label, so
+	// in-flight requests are counted without per-request work.
+	activeOpts []metric.AddOption
+	sets       *telemetry.AttrSets[attrKey]
+}
+
+type attrKey struct {
+	method string // one of knownMethods, never Fiber's reused buffer
+	route  string
+	status int
+}
+
+func newServerMetrics(mp metric.MeterProvider, listener string, route func(*fiber.Ctx) string) (*serverMetrics, error) {
+	meter := mp.Meter("rentalplatform/libs/fiberx")
+	duration, err := meter.Float64Histogram(MetricRequestDuration, metric.WithUnit("s"),
+		metric.WithDescription("Duration of HTTP requests served, by method, route and status code."),
+		metric.WithExplicitBucketBoundaries(telemetry.DurationBuckets...))
+	if err != nil {
+		return nil, err
+	}
+	active, err := meter.Int64UpDownCounter(MetricActiveRequests, metric.WithUnit("{request}"),
+		metric.WithDescription("HTTP requests being served."))
+	if err != nil {
+		return nil, err
+	}
+	if route == nil {
+		route = func(c *fiber.Ctx) string { return c.Route().Path }
+	}
+	return &serverMetrics{
+		duration: duration, active: active, route: route,
+		activeOpts: []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("listener", listener)))},
+		sets: telemetry.NewAttrSets(maxAttrSets, func(k attrKey) attribute.Set {
+			return attribute.NewSet(
+				attribute.String("http.request.method", k.method),
+				attribute.String("http.route", k.route),
+				attribute.Int("http.response.status_code", k.status),
+			)
+		}),
+	}, nil
+}
+
+// begin counts a request in flight; end counts it out.
+func (m *serverMetrics) begin() {
+	m.active.Add(context.Background(), 1, m.activeOpts...)
+}
+
+// end records a finished request. ctx is background: the request's own context may be over by
+// now, and an exemplar's trace is not kept.
+func (m *serverMetrics) end(c *fiber.Ctx, status int, took time.Duration) {
+	ctx := context.Background()
+	m.active.Add(ctx, -1, m.activeOpts...)
+	m.duration.Record(ctx, took.Seconds(), m.sets.Options(attrKey{method: knownMethod(c.Method()), route: m.route(c), status: status})...)
+}
+
+// knownMethod returns the method as one of a fixed set of strings (the semantic conventions'
+// _OTHER for the rest): Fiber's c.Method() points into a buffer the next request reuses, and
+// the set bounds the label's values.
+func knownMethod(m string) string {
+	switch m {
+	case http.MethodGet:
+		return http.MethodGet
+	case http.MethodPost:
+		return http.MethodPost
+	case http.MethodDelete:
+		return http.MethodDelete
+	case http.MethodPut:
+		return http.MethodPut
+	case http.MethodPatch:
+		return http.MethodPatch
+	case http.MethodHead:
+		return http.MethodHead
+	case http.MethodOptions:
+		return http.MethodOptions
+	}
+	return "_OTHER"
+}
+
+// MetricsApp is the app of a program's metrics listener: GET /metrics serves h (the Prometheus
+// scrape endpoint, telemetry.Telemetry.Metrics), everything else is 404. It is meant for an
+// internal address only (METRICS_ADDR), never the public listener.
+func MetricsApp(h http.Handler) *fiber.App {
+	app := fiber.New(fiber.Config{DisableStartupMessage: true, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second})
+	app.Get("/metrics", adaptor.HTTPHandler(h))
+	return app
+}
