@@ -71,7 +71,7 @@ func Check(ctx context.Context, addr, path string) error {
 	if !strings.HasPrefix(path, "/") {
 		return fmt.Errorf("path %q must start with /", path)
 	}
-	target, err := probeAddr(addr)
+	target, err := ProbeAddr(addr)
 	if err != nil {
 		return err
 	}
@@ -94,9 +94,9 @@ func Check(ctx context.Context, addr, path string) error {
 	return nil
 }
 
-// probeAddr is where a process listening on addr is reached from inside its own network
+// ProbeAddr is where a process listening on addr is reached from inside its own network
 // namespace.
-func probeAddr(addr string) (string, error) {
+func ProbeAddr(addr string) (string, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return "", fmt.Errorf("listen address %q: %w", addr, err)
