@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-MODULES := libs embedded gateway verification-svc collections-svc payments-svc webhooks-svc deploy/local deploy/compose
+MODULES := libs embedded gateway verification-svc collections-svc payments-svc webhooks-svc deploy/local deploy/compose deploy/k8s
 PACKAGES := $(addprefix ./,$(addsuffix /...,$(MODULES)))
 # Tests of several packages run in parallel; the end-to-end tests build and start the whole stack.
 TEST_FLAGS ?= -race -count=1 -timeout 15m
@@ -15,7 +15,7 @@ IMAGE_TAG ?= dev
 # version is the one its go.mod requires.
 COMPOSE_VERSION := $(shell awk '$$1=="require" && $$2=="github.com/docker/compose/v2" {print $$3}' deploy/compose/tools/go.mod)
 
-.PHONY: help run test bench lint fuzz tidy images compose-tool compose-test
+.PHONY: help run test bench lint fuzz tidy images compose-tool compose-test k8s
 
 help: ## Show this help
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -63,6 +63,10 @@ bin/docker-compose: deploy/compose/tools/go.mod deploy/compose/tools/go.sum
 
 compose-test: bin/docker-compose ## Run deploy/compose for real: Docker engine (installed and started when missing), images, up, the README walkthrough, a killed container, down -v
 	deploy/compose/test.sh
+
+OVERLAY ?= dev
+k8s: ## Print deploy/k8s/overlays/$(OVERLAY) as YAML, images IMAGE_PREFIX+program:IMAGE_TAG (kubectl apply -f -); make test checks both overlays
+	@go run ./deploy/k8s/cmd/render -root deploy/k8s -overlay $(OVERLAY) -image-prefix '$(IMAGE_PREFIX)' -image-tag '$(IMAGE_TAG)'
 
 tidy: ## go mod tidy in every module
 	@for m in $(MODULES); do (cd $$m && go mod tidy) || exit 1; done

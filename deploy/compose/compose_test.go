@@ -372,7 +372,7 @@ func (s *stack) readme() {
 	for _, want := range []string{
 		`"object":"webhook_endpoint"`, `"status":"disabled"`, `"deleted":true`,
 		`"code":"url_not_https"`, `"account":"acct_landlord1"`, `"livemode":true`,
-		"idempotent-replayed: true", `"code":"permission_denied"`, "ratelimit-limit",
+		"idempotent-replayed: true", `"code":"permission_denied"`, "ratelimit-remaining",
 	} {
 		// Header names as curl prints them (Go's canonical form), compared without case.
 		if !strings.Contains(strings.ToLower(string(out)), strings.ToLower(want)) {
