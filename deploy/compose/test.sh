@@ -42,6 +42,10 @@ if ! engine_up; then
   fi
   command -v docker >/dev/null || { echo "compose-test: docker.io installed no docker client" >&2; exit 1; }
   mkdir -p "$root" "$run"
+  # A dockerd killed outright leaves its pid file, and the next one refuses to start.
+  if [ -f "$run/dockerd.pid" ] && ! kill -0 "$(cat "$run/dockerd.pid")" 2>/dev/null; then
+    rm -f "$run/dockerd.pid"
+  fi
   echo "compose-test: starting dockerd (data in $root, socket $sock, log $root/dockerd.log)"
   # setsid: its own session, so a Ctrl-C of make reaches the test and the trap stops it.
   setsid dockerd --bridge=none --iptables=false --ip-masq=false \
@@ -52,6 +56,17 @@ if ! engine_up; then
   engine_up || { echo "compose-test: dockerd did not come up; its log:" >&2; tail -30 "$root/dockerd.log" >&2; exit 1; }
 fi
 echo "compose-test: Docker engine $(docker version --format '{{.Server.Version}}') at ${DOCKER_HOST:-unix:///var/run/docker.sock}; $(bin/docker-compose version)"
+
+# What a test that was killed left behind (its projects are named rentalci…): containers that
+# would start again with the engine, volumes. Nothing else is touched.
+stale=$(docker ps -aq --filter label=com.docker.compose.project | while read -r id; do
+  docker inspect --format '{{index .Config.Labels "com.docker.compose.project"}} {{.Id}}' "$id"
+done | awk '$1 ~ /^rentalci/ {print $2}')
+if [ -n "$stale" ]; then
+  echo "compose-test: removing containers of earlier, unfinished runs"
+  docker rm -f $stale >/dev/null
+fi
+docker volume ls -q | grep -E '^rentalci[0-9a-f]+_' | xargs -r docker volume rm >/dev/null || true
 
 # The names the test and compose.yaml expect, whatever the caller's environment says.
 export IMAGE_PREFIX=rentalplatform/ IMAGE_TAG=dev
