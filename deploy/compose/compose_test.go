@@ -232,7 +232,7 @@ func (s *stack) checkUsersFile() {
 		if svc.PullPolicy != "never" || !svc.ReadOnly {
 			t.Errorf("%s: pull_policy %q, read_only %v; want never, true", name, svc.PullPolicy, svc.ReadOnly)
 		}
-		if svc.Healthcheck == nil || len(svc.Healthcheck.Test) == 0 || svc.Healthcheck.Test[1] != "/program" {
+		if svc.Healthcheck == nil || len(svc.Healthcheck.Test) < 2 || svc.Healthcheck.Test[1] != "/program" {
 			t.Errorf("%s has no healthcheck through its program: %+v", name, svc.Healthcheck)
 		}
 	}
