@@ -57,10 +57,13 @@ type UpstreamURLs struct {
 	Verification, Collections, Payments, Webhooks string
 }
 
+// defaultPublicAddr is GATEWAY_ADDR when unset; the -healthcheck mode (main.go) asks it too.
+const defaultPublicAddr = "127.0.0.1:8080"
+
 func loadConfig(getenv func(string) string) (Config, error) {
 	r := config.NewReader(getenv)
 	c := Config{
-		PublicAddr:         r.String("GATEWAY_ADDR", "127.0.0.1:8080"),
+		PublicAddr:         r.String("GATEWAY_ADDR", defaultPublicAddr),
 		AdminAddr:          r.String("ADMIN_ADDR", "127.0.0.1:8081"),
 		AdminToken:         r.Required("ADMIN_TOKEN"),
 		MongoURI:           r.String("MONGODB_URI", "mongodb://127.0.0.1:27017"),

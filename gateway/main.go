@@ -9,9 +9,15 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"rentalplatform/libs/healthcheck"
 )
 
 func main() {
+	// `gateway -healthcheck` asks the public listener's /healthz: the image's HEALTHCHECK.
+	if code, ok := healthcheck.Main(os.Args[1:], os.Getenv, "GATEWAY_ADDR", defaultPublicAddr, os.Stderr); ok {
+		os.Exit(code)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Getenv, os.Stdout)
 	stop()
