@@ -302,6 +302,11 @@ func (r *Receiver) serve(w http.ResponseWriter, hr *http.Request) {
 	}
 	r.notifyLocked()
 	r.mu.Unlock()
+	if aborted {
+		// Returning normally would let net/http send its default empty 200, which a client
+		// whose cancellation is still in flight can read as an answer: abort the connection.
+		panic(http.ErrAbortHandler)
+	}
 }
 
 func (r *Receiver) notifyLocked() {

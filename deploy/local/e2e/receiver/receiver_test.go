@@ -148,8 +148,9 @@ func TestSleepAndAbort(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, r.URL()+"/slower", strings.NewReader("{}"))
-	if _, err := r.Client().Do(req); err == nil {
-		t.Fatal("expected the client to time out")
+	if resp, err := r.Client().Do(req); err == nil {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("expected the client to time out; got %d %q %v after %s; recorded %+v", resp.StatusCode, b, resp.Header, time.Since(start), r.Requests("/slower"))
 	}
 	reqs := r.WaitUntil(t, "/slower", 5*time.Second, "an aborted request", func(reqs []Request) bool {
 		return len(reqs) == 1 && reqs[0].Done
