@@ -124,12 +124,15 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) (err
 		IdempotencyLockTTL: cfg.IdempotencyLockTTL,
 	})
 
+	// Only the key store makes the gateway unready. Without Redis it serves (limits fail open,
+	// requests with an Idempotency-Key get 503), and a service that is down costs only its own
+	// routes (502): both are reported, as "degraded".
 	checks := []fiberx.Check{
-		terseCheck(log, "mongodb", func(ctx context.Context) error { return mongox.Ping(ctx, db) }),
-		terseCheck(log, "redis", func(ctx context.Context) error { return rdb.Ping(ctx).Err() }),
+		terseCheck(log, "mongodb", false, func(ctx context.Context) error { return mongox.Ping(ctx, db) }),
+		terseCheck(log, "redis", true, func(ctx context.Context) error { return rdb.Ping(ctx).Err() }),
 	}
 	for _, u := range services.All() {
-		checks = append(checks, terseCheck(log, u.Name(), u.Check))
+		checks = append(checks, terseCheck(log, u.Name(), true, u.Check))
 	}
 	public := httpport.NewPublic(httpport.PublicConfig{
 		Logger: log, Keys: svc, Limits: svc, Idempotency: svc, Signer: signer, Services: services,
@@ -162,8 +165,8 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) (err
 
 // terseCheck keeps internal addresses out of /readyz, which is on the public listener: the
 // answer says only that a dependency is unavailable, the log says why.
-func terseCheck(log *slog.Logger, name string, fn func(context.Context) error) fiberx.Check {
-	return fiberx.Check{Name: name, Fn: func(ctx context.Context) error {
+func terseCheck(log *slog.Logger, name string, degrades bool, fn func(context.Context) error) fiberx.Check {
+	return fiberx.Check{Name: name, Degrades: degrades, Fn: func(ctx context.Context) error {
 		if err := fn(ctx); err != nil {
 			log.WarnContext(ctx, "dependency not ready", "dependency", name, "error", err.Error())
 			return errors.New("unavailable")

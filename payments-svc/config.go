@@ -15,8 +15,8 @@ func spec() service.Spec {
 	return service.Spec{Name: "payments-svc", HTTPAddr: "127.0.0.1:8093", MongoDatabase: "payments"}
 }
 
-// Config is everything payments-svc reads from the environment (docs/architecture.md and
-// docs/api.md, Payment requests).
+// Config is everything payments-svc reads from the environment (docs/operations.md,
+// "Environment variables"; TestConfigDocumented keeps the two in step).
 type Config struct {
 	config.Base
 	RedisURL string

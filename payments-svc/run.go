@@ -47,7 +47,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		return fail(err)
 	}
 	rt.OnClose(func(context.Context) error { return scheduler.Close() })
-	rt.AddCheck("redis", scheduler.Ping)
+	rt.AddDegradingCheck("redis", scheduler.Ping)
 
 	relay := outbox.NewRelay(outbox.NewPublisher(scheduler.Producer()), log, cfg.OutboxRelayInterval,
 		max(2*time.Second, 2*cfg.OutboxRelayInterval))

@@ -17,8 +17,8 @@ func spec() service.Spec {
 	return service.Spec{Name: "verification-svc", HTTPAddr: "127.0.0.1:8091", MongoDatabase: "verification"}
 }
 
-// Config is everything verification-svc reads from the environment (docs/architecture.md and
-// the README's configuration table).
+// Config is everything verification-svc reads from the environment (docs/operations.md,
+// "Environment variables"; TestConfigDocumented keeps the two in step).
 type Config struct {
 	config.Base
 	RedisURL string

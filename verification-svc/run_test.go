@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -494,8 +495,17 @@ func TestExpiry(t *testing.T) {
 	opt, _ := asynqx.RedisOpt(s.env["REDIS_URL"])
 	insp := asynq.NewInspector(opt)
 	defer insp.Close()
-	if err := insp.DeleteTask(tasks.QueueVerification, tasks.Expire{Session: lost}.ID()); err != nil {
-		t.Fatalf("deleting the expiry task: %v", err)
+	// The expiry is queued in the background after the create answers: wait until it is there.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := insp.DeleteTask(tasks.QueueVerification, tasks.Expire{Session: lost}.ID())
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, asynq.ErrTaskNotFound) || time.Now().After(deadline) {
+			t.Fatalf("deleting the expiry task: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	waitStatus(lost, "expired", 20*time.Second)
 }

@@ -17,8 +17,8 @@ func spec() service.Spec {
 	return service.Spec{Name: "webhooks-svc", HTTPAddr: "127.0.0.1:8094", MongoDatabase: "webhooks"}
 }
 
-// Config is everything webhooks-svc reads from the environment (docs/architecture.md and
-// docs/events.md).
+// Config is everything webhooks-svc reads from the environment (docs/operations.md,
+// "Environment variables"; TestConfigDocumented keeps the two in step).
 type Config struct {
 	config.Base
 	RedisURL            string

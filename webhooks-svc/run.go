@@ -75,11 +75,15 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	if err != nil {
 		return fail(err)
 	}
+	// The scheduler inspects a task in the way of an attempt it queues (an archived one is
+	// replaced).
+	inspector := asynq.NewInspector(q.Opt)
+	rt.OnClose(func(context.Context) error { return inspector.Close() })
 	svc := app.New(app.Deps{
 		Endpoints:  endpoints,
 		Events:     eventStore,
 		Deliveries: deliveries,
-		Scheduler:  asynqadapter.NewScheduler(q.Producer, cfg.Timeout),
+		Scheduler:  asynqadapter.NewScheduler(q.Producer, inspector, cfg.Timeout),
 		Sender:     sender,
 		Clock:      app.ClockFunc(time.Now),
 		IDs:        ids.NewGenerator(nil),

@@ -53,6 +53,7 @@ func TestCompose(t *testing.T) {
 	t.Logf("up and healthy in %s", time.Since(start).Round(time.Second))
 
 	key := s.walkthrough()
+	s.metrics()
 	s.killedAndRestarted(key)
 	s.down()
 	t.Logf("compose-test took %s", time.Since(start).Round(time.Second))
@@ -91,17 +92,24 @@ func newStack(t *testing.T) *stack {
 	}
 	port := func() string { return strconv.Itoa(freePort(t)) }
 	s.vars = map[string]string{
-		"RENTAL_CI_MONGO_PORT":           port(),
-		"RENTAL_CI_VERIFICATION_PORT":    port(),
-		"RENTAL_CI_COLLECTIONS_PORT":     port(),
-		"RENTAL_CI_PAYMENTS_PORT":        port(),
-		"RENTAL_CI_WEBHOOKS_PORT":        port(),
-		"RENTAL_CI_GATEWAY_PORT":         port(),
-		"RENTAL_CI_ADMIN_PORT":           port(),
-		"RENTAL_CI_ASYNQMON_PORT":        port(),
-		"RENTAL_CI_ADMIN_TOKEN":          s.adminToken,
-		"RENTAL_CI_INTERNAL_AUTH_SECRET": randomHex(32),
-		"RENTAL_CI_DATA_DIR":             s.dataDir,
+		"RENTAL_CI_MONGO_PORT":        port(),
+		"RENTAL_CI_VERIFICATION_PORT": port(),
+		"RENTAL_CI_COLLECTIONS_PORT":  port(),
+		"RENTAL_CI_PAYMENTS_PORT":     port(),
+		"RENTAL_CI_WEBHOOKS_PORT":     port(),
+		"RENTAL_CI_GATEWAY_PORT":      port(),
+		"RENTAL_CI_ADMIN_PORT":        port(),
+		"RENTAL_CI_ASYNQMON_PORT":     port(),
+		// Each program's METRICS_ADDR: on the host's network, compose.yaml's :9091 … would
+		// listen on every interface of the machine and collide with anything else there.
+		"RENTAL_CI_VERIFICATION_METRICS_PORT": port(),
+		"RENTAL_CI_COLLECTIONS_METRICS_PORT":  port(),
+		"RENTAL_CI_PAYMENTS_METRICS_PORT":     port(),
+		"RENTAL_CI_WEBHOOKS_METRICS_PORT":     port(),
+		"RENTAL_CI_GATEWAY_METRICS_PORT":      port(),
+		"RENTAL_CI_ADMIN_TOKEN":               s.adminToken,
+		"RENTAL_CI_INTERNAL_AUTH_SECRET":      randomHex(32),
+		"RENTAL_CI_DATA_DIR":                  s.dataDir,
 		// A database of the machine's Redis claimed for this test (REDIS_URL, as CI sets it),
 		// else a miniredis in this process: on the host's network the containers reach
 		// either on 127.0.0.1.
@@ -345,6 +353,35 @@ func (s *stack) walkthrough() string {
 	t.Logf("walkthrough: key, endpoint %s, event %s (%s) delivered and verified", ep["id"], got.ID(), got.Event().Type)
 	s.rcv = rcv
 	return key
+}
+
+// metrics scrapes every program's metrics listener after the walkthrough's traffic: its
+// resource says it runs in Compose (DEPLOYMENT_ENVIRONMENT of compose.yaml), the gateway
+// counted the API requests and webhooks-svc the delivery it made.
+func (s *stack) metrics() {
+	t := s.t
+	for _, p := range programs {
+		port := s.vars["RENTAL_CI_"+strings.ToUpper(strings.TrimSuffix(p, "-svc"))+"_METRICS_PORT"]
+		u := "http://127.0.0.1:" + port + "/metrics"
+		code, body := get(t, u, "")
+		if code != http.StatusOK {
+			t.Errorf("GET %s (%s): %d %s", u, p, code, lastLines(body, 5))
+			continue
+		}
+		want := []string{`target_info\{[^}]*deployment_environment_name="compose"`, `target_info\{[^}]*service_name="` + regexp.QuoteMeta(p) + `"`}
+		switch p {
+		case "gateway":
+			want = append(want, `(?m)^http_server_request_duration_seconds_count\{[^}]*service_name="gateway"[^}]*\} [1-9]`)
+		case "webhooks-svc":
+			want = append(want, `(?m)^webhooks_delivery_attempts_total\{[^}]*result="succeeded"[^}]*\} [1-9]`)
+		}
+		for _, w := range want {
+			if !regexp.MustCompile(w).MatchString(body) {
+				t.Errorf("%s: the scrape of %s matches no %s", p, u, w)
+			}
+		}
+	}
+	t.Logf("metrics: every program's /metrics answers, deployment_environment_name=compose")
 }
 
 // readme runs the README's walkthrough, as written, against this platform: only the two

@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/hibiken/asynqmon v0.7.2
 	go.mongodb.org/mongo-driver/v2 v2.9.3
+	go.yaml.in/yaml/v3 v3.0.5
 	rentalplatform/deploy/local v0.0.0
 	rentalplatform/embedded v0.0.0
 	rentalplatform/libs v0.0.0

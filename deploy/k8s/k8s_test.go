@@ -2,7 +2,10 @@ package k8s
 
 import (
 	"fmt"
+	"maps"
 	"net"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	sigsjson "sigs.k8s.io/json"
+	"sigs.k8s.io/kustomize/api/resmap"
 )
 
 // rendered is an overlay decoded into the Kubernetes API types.
@@ -59,6 +63,11 @@ func render(t *testing.T, overlay string, images Images) *rendered {
 	if err != nil {
 		t.Fatalf("kustomize build overlays/%s: %v", overlay, err)
 	}
+	return decode(t, m)
+}
+
+func decode(t *testing.T, m resmap.ResMap) *rendered {
+	t.Helper()
 	r := &rendered{configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{},
 		deployments: map[string]*appsv1.Deployment{}, statefulSets: map[string]*appsv1.StatefulSet{}}
 	for _, res := range m.Resources() {
@@ -142,9 +151,61 @@ func TestOverlays(t *testing.T) {
 			checkDeployments(t, r, tc.overlay, tc.wantImage)
 			checkConcurrency(t, r)
 			checkAutoscaling(t, r, tc.minReplicas)
-			checkNetworkPolicies(t, r)
+			checkNetworkPolicies(t, r, tc.namespace, defaultScraper)
 		})
 	}
+}
+
+// metricsPolicyPatch is the overlay patch docs/operations.md ("Kubernetes") gives for a
+// Prometheus of another namespace or with other labels, as written there.
+const metricsPolicyPatch = `  - target:
+      kind: NetworkPolicy
+      name: metrics-from-monitoring
+    patch: |-
+      - op: replace
+        path: /spec/ingress/0/from
+        value:
+          - namespaceSelector:
+              matchLabels:
+                kubernetes.io/metadata.name: observability
+            podSelector:
+              matchLabels:
+                app.kubernetes.io/name: prometheus
+                app.kubernetes.io/instance: k8s
+`
+
+// TestMetricsPolicyPatch: the documented patch, on prod, admits its Prometheus alone to the
+// metrics ports, and the base's no longer.
+func TestMetricsPolicyPatch(t *testing.T) {
+	docs, err := os.ReadFile("../../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(docs), metricsPolicyPatch) {
+		t.Fatalf("docs/operations.md no longer gives this patch; change both:\n%s", metricsPolicyPatch)
+	}
+	overlay, err := filepath.Abs("overlays/prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	rel, err := filepath.Rel(dir, overlay) // kustomize takes a relative path alone
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - " + filepath.ToSlash(rel) + "\npatches:\n" + metricsPolicyPatch
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Render(dir, Images{})
+	if err != nil {
+		t.Fatalf("kustomize build of prod with the patch: %v", err)
+	}
+	r := decode(t, m)
+	checkNetworkPolicies(t, r, "rental",
+		scraper{"observability", map[string]string{"app.kubernetes.io/name": "prometheus", "app.kubernetes.io/instance": "k8s"}},
+		peer{"the base's prometheus", defaultScraper.namespace, defaultScraper.labels},
+		peer{"another prometheus of observability", "observability", defaultScraper.labels})
 }
 
 func checkNamespace(t *testing.T, r *rendered, ns string) {
@@ -157,8 +218,9 @@ func checkNamespace(t *testing.T, r *rendered, ns string) {
 }
 
 // checkDeployments: one Deployment per program, each with both probes on its own listener,
-// requests and limits, a non-root and locked-down security context, the image of §2, its
-// configuration from ConfigMaps and Secret references that exist, and a Service.
+// every listener a named container port (the metrics one annotated for Prometheus), requests
+// and limits, a non-root and locked-down security context, the image of §2, its configuration
+// from ConfigMaps and Secret references that exist, its deployment environment, and a Service.
 func checkDeployments(t *testing.T, r *rendered, overlay string, wantImage func(string) string) {
 	var names []string
 	for n := range r.deployments {
@@ -185,6 +247,8 @@ func checkDeployments(t *testing.T, r *rendered, overlay string, wantImage func(
 			t.Errorf("%s: imagePullPolicy %q", name, c.ImagePullPolicy)
 		}
 		env := containerEnv(t, r, name, c, overlay)
+		checkEnvironment(t, name, env, overlay)
+		checkListeners(t, d, c, env)
 		// The listener the probes ask is the one the program listens on.
 		addrVar := "HTTP_ADDR"
 		if name == "gateway" {
@@ -285,6 +349,101 @@ func containerEnv(t *testing.T, r *rendered, name string, c corev1.Container, ov
 	return env
 }
 
+// checkEnvironment: deployment.environment.name is the overlay's, through the variable the
+// programs read (DEPLOYMENT_ENVIRONMENT), not an OTEL_RESOURCE_ATTRIBUTES key they would
+// export beside it (deployment.environment) or over it.
+func checkEnvironment(t *testing.T, name string, env map[string]string, overlay string) {
+	if got := env["DEPLOYMENT_ENVIRONMENT"]; got != overlay {
+		t.Errorf("%s: DEPLOYMENT_ENVIRONMENT=%q, want %q", name, got, overlay)
+	}
+	for kv := range strings.SplitSeq(env["OTEL_RESOURCE_ATTRIBUTES"], ",") {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(strings.TrimSpace(k), "deployment.environment") {
+			t.Errorf("%s: OTEL_RESOURCE_ATTRIBUTES sets %s: set DEPLOYMENT_ENVIRONMENT instead", name, kv)
+		}
+	}
+}
+
+// listeners are the variables naming each listener of a program, by the name of its container
+// port: every one must be declared, so the NetworkPolicy evaluation covers every port the
+// program listens on.
+func listeners(program string) map[string]string {
+	if program == "gateway" {
+		return map[string]string{"http": "GATEWAY_ADDR", "admin": "ADMIN_ADDR", "metrics": "METRICS_ADDR"}
+	}
+	return map[string]string{"http": "HTTP_ADDR", "metrics": "METRICS_ADDR"}
+}
+
+// metricsAddr is the program's METRICS_ADDR: the environment's, else the default of
+// libs/config (Reader.MetricsAddr): the host of the service's listener (the gateway's admin
+// listener) with the port + 1000.
+func metricsAddr(program string, env map[string]string) string {
+	if v := env["METRICS_ADDR"]; v != "" {
+		return v
+	}
+	from := env["HTTP_ADDR"]
+	if program == "gateway" {
+		from = env["ADMIN_ADDR"]
+	}
+	host, port, err := net.SplitHostPort(from)
+	if err != nil {
+		return ""
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n == 0 {
+		return ""
+	}
+	return net.JoinHostPort(host, strconv.Itoa(n+1000))
+}
+
+// checkListeners: the container declares exactly the program's listeners, each under its name
+// and on the port its variable gives, each on every interface of the pod (a scraper or the
+// gateway reaches it on the pod's address); and the pod template tells Prometheus where the
+// metrics are (the prometheus.io/* annotations of its pod discovery).
+func checkListeners(t *testing.T, d *appsv1.Deployment, c corev1.Container, env map[string]string) {
+	name := d.Name
+	declared := map[string]int32{}
+	for _, cp := range c.Ports {
+		if _, dup := declared[cp.Name]; dup || cp.Name == "" {
+			t.Errorf("%s: container port %q (%d): unnamed or named twice", name, cp.Name, cp.ContainerPort)
+		}
+		declared[cp.Name] = cp.ContainerPort
+		if _, ok := listeners(name)[cp.Name]; !ok {
+			t.Errorf("%s: container port %s (%d) is no listener of the program", name, cp.Name, cp.ContainerPort)
+		}
+	}
+	var metricsPort string
+	for portName, variable := range listeners(name) {
+		addr := env[variable]
+		if portName == "metrics" {
+			addr = metricsAddr(name, env)
+		}
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			t.Errorf("%s: %s=%q: %v", name, variable, addr, err)
+			continue
+		}
+		if portName == "metrics" {
+			metricsPort = port
+		}
+		if host != "" && !net.ParseIP(host).IsUnspecified() {
+			t.Errorf("%s: %s=%q listens on %s alone: unreachable on the pod's address", name, variable, addr, host)
+		}
+		if got, ok := declared[portName]; !ok || strconv.Itoa(int(got)) != port {
+			t.Errorf("%s: %s listens on port %s, but container port %q is %d", name, variable, port, portName, got)
+		}
+	}
+	ann := d.Spec.Template.Annotations
+	for k, want := range map[string]string{
+		"prometheus.io/scrape": "true",
+		"prometheus.io/port":   metricsPort,
+		"prometheus.io/path":   "/metrics",
+	} {
+		if ann[k] != want {
+			t.Errorf("%s: pod annotation %s=%q, want %q", name, k, ann[k], want)
+		}
+	}
+}
+
 // containerPort resolves a probe's or Service's port (a number or a container port's name).
 func containerPort(c corev1.Container, p intstr.IntOrString) int32 {
 	if p.Type == intstr.Int {
@@ -307,8 +466,13 @@ func checkService(t *testing.T, r *rendered, d *appsv1.Deployment, c corev1.Cont
 		}
 		found = true
 		for _, p := range s.Spec.Ports {
-			if containerPort(c, p.TargetPort) == 0 {
+			switch containerPort(c, p.TargetPort) {
+			case 0:
 				t.Errorf("Service %s: targetPort %s is no port of %s", s.Name, p.TargetPort.String(), d.Name)
+			case containerPort(c, intstr.FromString("metrics")):
+				// Prometheus scrapes each pod; a Service would give it one replica at random
+				// and put the internal listener behind a name anyone may resolve.
+				t.Errorf("Service %s: targetPort %s is the metrics port of %s", s.Name, p.TargetPort.String(), d.Name)
 			}
 		}
 	}
@@ -374,17 +538,34 @@ func checkAutoscaling(t *testing.T, r *rendered, minReplicas int32) {
 	}
 }
 
-// peer is a pod (or the world outside the cluster, with no labels) that sends traffic.
+// peer sends traffic: a pod of a namespace, or the world outside the cluster (no namespace,
+// no labels).
 type peer struct {
-	name   string
-	labels map[string]string // nil: outside the cluster
+	name      string
+	namespace string // "": outside the cluster
+	labels    map[string]string
 }
 
-// checkNetworkPolicies evaluates the rendered NetworkPolicies (ingress, within the namespace)
-// for every pair of sender and listening port: only the gateway reaches the services, only
-// the programs reach MongoDB and Redis, anyone reaches the gateway's public port, and only
-// pods labelled as admin clients its admin port.
-func checkNetworkPolicies(t *testing.T, r *rendered) {
+// scraper is the Prometheus the metrics ports admit: its pods' namespace and labels.
+type scraper struct {
+	namespace string
+	labels    map[string]string
+}
+
+// defaultScraper is the base's (NetworkPolicy metrics-from-monitoring).
+var defaultScraper = scraper{"monitoring", map[string]string{"app.kubernetes.io/name": "prometheus"}}
+
+// elsewhere is a namespace that is neither the platform's nor the scraper's.
+const elsewhere = "elsewhere"
+
+// checkNetworkPolicies evaluates the rendered NetworkPolicies (ingress) for every pair of
+// sender and port the platform's pods listen on: only the gateway reaches the services' APIs,
+// only the programs reach MongoDB and Redis, anyone reaches the gateway's public port, only
+// pods labelled as admin clients its admin port, and only sc, the Prometheus of its namespace,
+// each program's metrics port, where no one else gets in. Senders: the platform's own pods
+// (namespace ns), the same labels in another namespace, Prometheus, its labels in another
+// namespace and in ns, another pod of its namespace, the outside world, and extra.
+func checkNetworkPolicies(t *testing.T, r *rendered, ns string, sc scraper, extra ...peer) {
 	type target struct {
 		name      string
 		labels    map[string]string
@@ -400,31 +581,52 @@ func checkNetworkPolicies(t *testing.T, r *rendered) {
 	if len(r.statefulSets) != 2 || r.statefulSets["mongodb"] == nil || r.statefulSets["redis"] == nil {
 		t.Fatalf("want the StatefulSets mongodb and redis, got %d", len(r.statefulSets))
 	}
+	admin := map[string]string{"rental-platform.io/admin-client": "true"}
+	other := map[string]string{"app": "other"}
 	peers := []peer{
-		{"outside", nil},
-		{"another pod", map[string]string{"app": "other"}},
-		{"an admin client", map[string]string{"rental-platform.io/admin-client": "true"}},
+		{"outside", "", nil},
+		{"another pod", ns, other},
+		{"an admin client", ns, admin},
+		{"an admin client of another namespace", elsewhere, admin},
+		{"prometheus", sc.namespace, sc.labels},
+		{"another pod of prometheus' namespace", sc.namespace, other},
+		{"prometheus' labels in another namespace", elsewhere, sc.labels},
+		{"prometheus' labels in the platform's namespace", ns, sc.labels},
 	}
 	for _, tg := range targets {
-		peers = append(peers, peer{tg.name, tg.labels})
+		peers = append(peers, peer{tg.name, ns, tg.labels}, peer{tg.name + " of another namespace", elsewhere, tg.labels})
+	}
+	peers = append(peers, extra...)
+	nsLabels := func(name string) map[string]string {
+		// What the API server sets on every namespace; the platform's keeps its own labels too.
+		set := map[string]string{"kubernetes.io/metadata.name": name}
+		for _, n := range r.namespaces {
+			if n.Name == name {
+				maps.Copy(set, n.Labels)
+			}
+		}
+		return set
 	}
 	for _, tg := range targets {
 		for _, cp := range tg.container.Ports {
 			for _, from := range peers {
-				got := allowed(r.policies, from, tg.labels, tg.container, cp)
+				got := allowed(r.policies, nsLabels, from, ns, tg.labels, tg.container, cp)
 				want := expected(from.name, tg.name, cp.Name)
 				if got != want {
-					t.Errorf("%s → %s:%s (%d): allowed %v, want %v", from.name, tg.name, cp.Name, cp.ContainerPort, got, want)
+					t.Errorf("%s (namespace %q) → %s:%s (%d): allowed %v, want %v", from.name, from.namespace, tg.name, cp.Name, cp.ContainerPort, got, want)
 				}
 			}
 		}
 	}
 }
 
-// expected is the rule of docs/operations.md: who may reach a port.
+// expected is the rule of docs/operations.md: who may reach a port. Prometheus gets each
+// program's metrics port and, like every sender, the gateway's public port: nothing else.
 func expected(from, to, port string) bool {
 	isProgram := func(n string) bool { return slices.Contains(Programs, n) }
 	switch {
+	case isProgram(to) && port == "metrics":
+		return from == "prometheus"
 	case to == "gateway" && port == "http":
 		return true
 	case to == "gateway" && port == "admin":
@@ -438,16 +640,17 @@ func expected(from, to, port string) bool {
 }
 
 // allowed evaluates ingress NetworkPolicies as the API defines them: a pod no policy selects
-// takes everything; a selected pod takes what any of its policies' rules lets in.
-func allowed(policies []*networkingv1.NetworkPolicy, from peer, to map[string]string, c corev1.Container, port corev1.ContainerPort) bool {
+// takes everything; a selected pod takes what any of its policies' rules lets in. The target
+// is a pod of namespace ns; a policy selects pods of its own namespace alone.
+func allowed(policies []*networkingv1.NetworkPolicy, nsLabels func(string) map[string]string, from peer, ns string, to map[string]string, c corev1.Container, port corev1.ContainerPort) bool {
 	selected := false
 	for _, p := range policies {
-		if !slices.Contains(p.Spec.PolicyTypes, networkingv1.PolicyTypeIngress) || !matches(&p.Spec.PodSelector, to) {
+		if p.Namespace != ns || !slices.Contains(p.Spec.PolicyTypes, networkingv1.PolicyTypeIngress) || !matches(&p.Spec.PodSelector, to) {
 			continue
 		}
 		selected = true
 		for _, rule := range p.Spec.Ingress {
-			if portMatches(rule.Ports, c, port) && peerMatches(rule.From, from) {
+			if portMatches(rule.Ports, c, port) && peerMatches(rule.From, from, p.Namespace, nsLabels) {
 				return true
 			}
 		}
@@ -459,30 +662,50 @@ func portMatches(ports []networkingv1.NetworkPolicyPort, c corev1.Container, por
 	if len(ports) == 0 {
 		return true
 	}
+	proto := func(p *corev1.Protocol) corev1.Protocol {
+		if p == nil || *p == "" {
+			return corev1.ProtocolTCP
+		}
+		return *p
+	}
 	for _, p := range ports {
-		if p.Port == nil || containerPort(c, *p.Port) == port.ContainerPort {
+		if proto(p.Protocol) != proto(&port.Protocol) {
+			continue
+		}
+		if p.Port == nil {
+			return true
+		}
+		// A named port is looked up on the target's container; EndPort makes a number a range.
+		n := containerPort(c, *p.Port)
+		if n == port.ContainerPort || (p.EndPort != nil && n != 0 && n <= port.ContainerPort && port.ContainerPort <= *p.EndPort) {
 			return true
 		}
 	}
 	return false
 }
 
-func peerMatches(froms []networkingv1.NetworkPolicyPeer, from peer) bool {
+// peerMatches: a podSelector alone means pods of the policy's namespace; a namespaceSelector
+// alone, every pod of the namespaces it matches; both in one peer, the pods both match.
+func peerMatches(froms []networkingv1.NetworkPolicyPeer, from peer, policyNS string, nsLabels func(string) map[string]string) bool {
 	if len(froms) == 0 {
 		return true
 	}
 	for _, f := range froms {
 		switch {
 		case f.IPBlock != nil:
-			// No policy here names addresses; one that does must be judged by hand.
-			return from.labels == nil
-		case from.labels == nil:
+			// No policy here names addresses. Pod addresses may fall in a block too, so one
+			// counts for every sender: a rule that must admit a few senders alone fails.
+			return true
+		case from.namespace == "":
 			// A pod or namespace selector never matches traffic from outside the cluster.
 		case f.NamespaceSelector != nil:
-			// Other namespaces: not used by these policies, so never expected.
-			return false
-		case f.PodSelector != nil && matches(f.PodSelector, from.labels):
-			return true
+			if matches(f.NamespaceSelector, nsLabels(from.namespace)) && (f.PodSelector == nil || matches(f.PodSelector, from.labels)) {
+				return true
+			}
+		case f.PodSelector != nil:
+			if from.namespace == policyNS && matches(f.PodSelector, from.labels) {
+				return true
+			}
 		}
 	}
 	return false

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"mime"
 	"net"
@@ -56,6 +57,13 @@ type Config struct {
 	Route func(*fiber.Ctx) string
 	// RequestID, when set, names requests that carry no gateway identity (the gateway itself).
 	RequestID func(*fiber.Ctx) string
+	// StreamBody, when set, makes the server stream request bodies instead of reading them
+	// whole before the handler runs, and says which requests get the stream (file uploads).
+	// Those handlers read c.Context().RequestBodyStream() themselves and bound what they read:
+	// BodyLimit does not apply to them, and whatever they leave unread is dropped after them.
+	// Every other request's body is still read whole under BodyLimit (413 above it) before
+	// any handler runs, as without streaming.
+	StreamBody func(*fiber.Ctx) bool
 }
 
 type localsKey int
@@ -71,14 +79,24 @@ func New(cfg Config) *fiber.App {
 		cfg.BodyLimit = 1 << 20
 	}
 	log := cfg.Logger
+	// The read timeout bounds a whole request, body included: a server that takes streamed
+	// uploads (25 MiB files) gives a slow client, or a busy store, five minutes for one.
+	readTimeout := 60 * time.Second
+	if cfg.StreamBody != nil {
+		readTimeout = 5 * time.Minute
+	}
 	app := fiber.New(fiber.Config{
 		AppName:               cfg.Service,
 		DisableStartupMessage: true,
 		BodyLimit:             cfg.BodyLimit,
-		ReadTimeout:           60 * time.Second,
+		ReadTimeout:           readTimeout,
 		WriteTimeout:          60 * time.Second,
 		IdleTimeout:           120 * time.Second,
 		ErrorHandler:          ErrorHandler(log),
+		StreamRequestBody:     cfg.StreamBody != nil,
+		// fasthttp would otherwise parse a multipart body of known length before the handler,
+		// holding files of up to 16 MiB in memory: the streaming handler parses it itself.
+		DisablePreParseMultipartForm: cfg.StreamBody != nil,
 	})
 	app.Use(func(c *fiber.Ctx) (err error) {
 		// Recover here rather than with Fiber's middleware so the panic is logged with the
@@ -91,6 +109,10 @@ func New(cfg Config) *fiber.App {
 		}()
 		return c.Next()
 	})
+	if cfg.StreamBody != nil {
+		// Before tracing, so a body read whole is bounded before anything else reads it.
+		app.Use(streamedBodies(cfg.StreamBody, cfg.BodyLimit))
+	}
 	route := cfg.Route
 	if route == nil {
 		route = func(c *fiber.Ctx) string { return c.Route().Path }
@@ -122,6 +144,10 @@ func New(cfg Config) *fiber.App {
 			if err != nil {
 				log.WarnContext(c.UserContext(), "request without a valid gateway identity", "error", err.Error(), "path", c.Path(), "remote", c.IP())
 				c.Locals(requestIDKey, strings.Clone(c.Get(identity.HeaderRequestID)))
+				if c.Request().IsBodyStream() {
+					// Unread, or tracing would read all of it (see streamedBodies).
+					c.Request().ResetBody()
+				}
 				return apierr.New(401, apierr.Authentication, apierr.CodeIdentityInvalid,
 					"This service only accepts requests forwarded by the gateway.")
 			}
@@ -136,6 +162,40 @@ func New(cfg Config) *fiber.App {
 		return c.Next()
 	})
 	return app
+}
+
+// streamedBodies gives the requests stream selects their body as a stream and reads every
+// other body whole under limit. The tracing middleware (otelfiber) measures the request body
+// once the handler is done, and measuring a stream reads all of it into memory: so a streaming
+// handler must read its body to the end or drop the rest (c.Request().ResetBody()) itself, as
+// the identity check does for a request it refuses. The server then drains a small rest or
+// closes the connection.
+func streamedBodies(stream func(*fiber.Ctx) bool, limit int) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		req := c.Request()
+		if !req.IsBodyStream() {
+			return c.Next()
+		}
+		if stream(c) {
+			defer req.ResetBody()
+			return c.Next()
+		}
+		if req.Header.ContentLength() > limit {
+			req.ResetBody()
+			return fiber.ErrRequestEntityTooLarge
+		}
+		body, err := io.ReadAll(io.LimitReader(req.BodyStream(), int64(limit)+1))
+		if err != nil {
+			req.ResetBody()
+			return apierr.New(400, apierr.InvalidRequest, apierr.CodeParameterInvalid, "The request body could not be read completely.")
+		}
+		if len(body) > limit {
+			req.ResetBody()
+			return fiber.ErrRequestEntityTooLarge
+		}
+		req.SetBodyRaw(body)
+		return c.Next()
+	}
 }
 
 func isHealth(c *fiber.Ctx) bool {
@@ -302,9 +362,17 @@ func ParseQuery(raw string) (url.Values, error) {
 type Check struct {
 	Name string
 	Fn   func(context.Context) error
+	// Degrades marks a dependency the program serves without, less well (Redis, whose loss
+	// the outbox, the sweeps and the gateway's fail-open limits absorb; the gateway's services,
+	// each only its own routes): its failure is reported but leaves the program ready. A
+	// shared dependency that took every replica out of its load balancer would turn a partial
+	// outage into a whole one.
+	Degrades bool
 }
 
-// Health registers /healthz (the process is alive) and /readyz (every check passes within 2 s).
+// Health registers /healthz (the process is alive) and /readyz: 200 "ready" when every check
+// passes within 2 s, 200 "degraded" when only checks that Degrades fail, else 503
+// "unavailable"; each check's result is in "checks".
 func Health(app *fiber.App, log *slog.Logger, checks ...Check) {
 	app.Get("/healthz", func(c *fiber.Ctx) error {
 		return c.JSON(fiber.Map{"status": "ok"})
@@ -313,19 +381,22 @@ func Health(app *fiber.App, log *slog.Logger, checks ...Check) {
 		ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
 		defer cancel()
 		results := fiber.Map{}
-		ready := true
+		status := "ready"
 		for _, ch := range checks {
 			if err := ch.Fn(ctx); err != nil {
-				ready = false
 				results[ch.Name] = err.Error()
-				log.WarnContext(ctx, "readiness check failed", "check", ch.Name, "error", err.Error())
+				log.WarnContext(ctx, "readiness check failed", "check", ch.Name, "error", err.Error(), "degrades", ch.Degrades)
+				switch {
+				case !ch.Degrades:
+					status = "unavailable"
+				case status == "ready":
+					status = "degraded"
+				}
 				continue
 			}
 			results[ch.Name] = "ok"
 		}
-		status := "ready"
-		if !ready {
-			status = "unavailable"
+		if status == "unavailable" {
 			c.Status(fiber.StatusServiceUnavailable)
 		}
 		return c.JSON(fiber.Map{"status": status, "checks": results})

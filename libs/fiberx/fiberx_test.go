@@ -244,3 +244,111 @@ func FuzzParseQuery(f *testing.F) {
 		}
 	})
 }
+
+// TestStreamedBodies: with StreamBody, the requests it selects get their body as a stream of
+// whatever length (the handler bounds it), and every other body is still read whole under
+// BodyLimit, over the wire, chunked or not.
+func TestStreamedBodies(t *testing.T) {
+	signer, err := identity.NewSigner([]byte(strings.Repeat("k", 32)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.DiscardHandler)
+	app := New(Config{Service: "test", Logger: log, Signer: signer, BodyLimit: 64,
+		StreamBody: func(c *fiber.Ctx) bool { return c.Path() == "/v1/upload" }})
+	app.Post("/v1/upload", func(c *fiber.Ctx) error {
+		if !c.Request().IsBodyStream() {
+			return errors.New("the upload was not streamed")
+		}
+		n, err := io.Copy(io.Discard, c.Context().RequestBodyStream())
+		if err != nil {
+			return err
+		}
+		return c.JSON(fiber.Map{"read": n})
+	})
+	app.Post("/v1/things", func(c *fiber.Ctx) error {
+		var p payload
+		if err := DecodeJSON(c, &p); err != nil {
+			return err
+		}
+		return c.JSON(fiber.Map{"name": p.Name})
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = app.Listener(ln) }()
+	defer app.Shutdown()
+	send := func(path string, body io.Reader, size int64) (int, string) {
+		t.Helper()
+		req := signed(signer, "POST", path, "")
+		req.Body, req.ContentLength = io.NopCloser(body), size // -1: chunked
+		req.Header.Set("Content-Type", "application/json")
+		req.URL.Scheme, req.URL.Host, req.RequestURI = "http", ln.Addr().String(), ""
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	big := strings.Repeat("x", 1<<20)
+	for _, size := range []int64{int64(len(big)), -1} {
+		if status, body := send("/v1/upload", strings.NewReader(big), size); status != 200 || body != `{"read":1048576}` {
+			t.Errorf("upload (length %d): %d %s", size, status, body)
+		}
+		small := `{"name":"ok"}`
+		if status, body := send("/v1/things", strings.NewReader(small), map[bool]int64{true: int64(len(small)), false: -1}[size > 0]); status != 200 || body != `{"name":"ok"}` {
+			t.Errorf("small JSON body (chunked %v): %d %s", size < 0, status, body)
+		}
+		// Over the limit but small enough for the server to drain, so the client reads the 413
+		// rather than a reset connection.
+		over := `{"name":"` + strings.Repeat("y", 1000) + `"}`
+		if status, body := send("/v1/things", strings.NewReader(over), map[bool]int64{true: int64(len(over)), false: -1}[size > 0]); status != 413 || !strings.Contains(body, apierr.CodeBodyTooLarge) {
+			t.Errorf("JSON body over the limit (chunked %v): %d %s", size < 0, status, body)
+		}
+	}
+}
+
+// /readyz: a failing check that degrades leaves the program ready (200, "degraded"); any other
+// failing check makes it unavailable (503); every result is reported.
+func TestReadiness(t *testing.T) {
+	down := func(context.Context) error { return errors.New("down") }
+	up := func(context.Context) error { return nil }
+	for _, tc := range []struct {
+		name       string
+		checks     []Check
+		wantCode   int
+		wantStatus string
+	}{
+		{"all up", []Check{{Name: "store", Fn: up}, {Name: "queue", Fn: up, Degrades: true}}, 200, "ready"},
+		{"degrading one down", []Check{{Name: "store", Fn: up}, {Name: "queue", Fn: down, Degrades: true}}, 200, "degraded"},
+		{"required one down", []Check{{Name: "store", Fn: down}, {Name: "queue", Fn: up, Degrades: true}}, 503, "unavailable"},
+		{"both down", []Check{{Name: "queue", Fn: down, Degrades: true}, {Name: "store", Fn: down}}, 503, "unavailable"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			app := fiber.New()
+			Health(app, slog.New(slog.DiscardHandler), tc.checks...)
+			resp, err := app.Test(httptest.NewRequest("GET", "/readyz", nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got struct {
+				Status string            `json:"status"`
+				Checks map[string]string `json:"checks"`
+			}
+			if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode != tc.wantCode || got.Status != tc.wantStatus || len(got.Checks) != len(tc.checks) {
+				t.Fatalf("/readyz = %d %+v; want %d %s", resp.StatusCode, got, tc.wantCode, tc.wantStatus)
+			}
+			for _, c := range tc.checks {
+				if want := map[bool]string{true: "ok", false: "down"}[c.Fn(context.Background()) == nil]; got.Checks[c.Name] != want {
+					t.Fatalf("check %s = %q; want %q", c.Name, got.Checks[c.Name], want)
+				}
+			}
+		})
+	}
+}

@@ -27,7 +27,7 @@ type Queue struct {
 }
 
 // ConnectQueue connects the runtime to Redis at redisURL: the client is closed at shutdown and
-// checked by /readyz, and the relay runs in the background until shutdown.
+// reported by /readyz (a degrading check), and the relay runs in the background until shutdown.
 func (rt *Runtime) ConnectQueue(redisURL string, relayInterval time.Duration) (*Queue, error) {
 	opt, err := asynqx.RedisOpt(redisURL)
 	if err != nil {
@@ -35,7 +35,9 @@ func (rt *Runtime) ConnectQueue(redisURL string, relayInterval time.Duration) (*
 	}
 	client := asynq.NewClient(opt)
 	rt.OnClose(func(context.Context) error { return client.Close() })
-	rt.AddCheck("redis", func(context.Context) error { return client.Ping() })
+	// Without Redis the API still serves: events wait in their outboxes for the relay, and the
+	// sweeps rebuild what the queues lose.
+	rt.AddDegradingCheck("redis", func(context.Context) error { return client.Ping() })
 	producer := asynqx.NewProducer(client, rt.Tel.TracerProvider, rt.Tel.Propagator)
 	relay := outbox.NewRelay(outbox.NewPublisher(producer), rt.Log, relayInterval,
 		max(2*time.Second, 2*relayInterval))

@@ -46,8 +46,18 @@ type Runtime struct {
 	bg      *background // nil until Go is first called
 }
 
+// Option changes how Start builds the runtime.
+type Option func(*fiberx.Config)
+
+// WithStreamedBodies makes the HTTP server stream request bodies and hands the requests
+// stream selects their body unread (file uploads; see fiberx.Config.StreamBody). Every other
+// request's body is read whole under the usual limit, as without the option.
+func WithStreamedBodies(stream func(*fiber.Ctx) bool) Option {
+	return func(c *fiberx.Config) { c.StreamBody = stream }
+}
+
 // Start builds the runtime from the shared configuration. On error nothing is left open.
-func Start(ctx context.Context, name string, cfg config.Base, stdout io.Writer) (*Runtime, error) {
+func Start(ctx context.Context, name string, cfg config.Base, stdout io.Writer, opts ...Option) (*Runtime, error) {
 	rt := &Runtime{Name: name, cfg: cfg, Log: config.Logger(stdout, name, cfg.LogLevel)}
 	signer, err := identity.NewSigner(cfg.InternalAuthSecret, nil)
 	if err != nil {
@@ -75,15 +85,25 @@ func Start(ctx context.Context, name string, cfg config.Base, stdout io.Writer) 
 		return nil, errors.Join(fmt.Errorf("%s: %w", name, err), rt.Close())
 	}
 	rt.AddCheck("mongodb", func(ctx context.Context) error { return mongox.Ping(ctx, db) })
-	rt.App = fiberx.New(fiberx.Config{Service: name, Logger: rt.Log, Signer: signer,
+	appCfg := fiberx.Config{Service: name, Logger: rt.Log, Signer: signer,
 		TracerProvider: rt.Tel.TracerProvider, Propagator: rt.Tel.Propagator,
-		MeterProvider: rt.Tel.MeterProvider, Listener: "http"})
+		MeterProvider: rt.Tel.MeterProvider, Listener: "http"}
+	for _, o := range opts {
+		o(&appCfg)
+	}
+	rt.App = fiberx.New(appCfg)
 	return rt, nil
 }
 
-// AddCheck adds a dependency to /readyz.
+// AddCheck adds a dependency to /readyz: the service is not ready without it.
 func (rt *Runtime) AddCheck(name string, fn func(context.Context) error) {
 	rt.checks = append(rt.checks, fiberx.Check{Name: name, Fn: fn})
+}
+
+// AddDegradingCheck adds a dependency to /readyz that the service serves without, less well
+// (fiberx.Check.Degrades): its failure is reported, and the service stays ready.
+func (rt *Runtime) AddDegradingCheck(name string, fn func(context.Context) error) {
+	rt.checks = append(rt.checks, fiberx.Check{Name: name, Fn: fn, Degrades: true})
 }
 
 // OnClose registers a shutdown step; steps run in reverse order of registration.

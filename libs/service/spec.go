@@ -22,7 +22,7 @@ func (s Spec) Defaults() config.Defaults {
 	return config.Defaults{HTTPAddr: s.HTTPAddr, MongoDatabase: s.MongoDatabase}
 }
 
-// LoadBase reads the settings every service shares (docs/architecture.md), with this
+// LoadBase reads the settings every service shares (docs/operations.md), with this
 // service's defaults, reporting every problem at once. A service with settings of its own
 // calls it from its loadConfig and embeds the result in its Config.
 func (s Spec) LoadBase(getenv config.Getenv) (config.Base, error) {

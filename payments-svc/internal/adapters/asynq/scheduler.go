@@ -60,35 +60,13 @@ func (s *Scheduler) Close() error { return s.redis.Close() }
 // Ping checks Redis (readiness).
 func (s *Scheduler) Ping(ctx context.Context) error { return s.redis.Ping(ctx).Err() }
 
-// Schedule implements app.Scheduler. A task of the attempt that asynq archived (its retries
-// ran out while the store was down) or kept as completed would block the task id forever, so
-// it is replaced. A task that is queued, running or waiting for a retry is left as it is: an
-// attempt that is merely late because the queue is backed up keeps its place.
+// Schedule implements app.Scheduler. A task of the attempt that asynq archived or kept as
+// completed is replaced; one that is queued, running or waiting for a retry is left as it is
+// (asynqx.EnqueueReplacingDead): an attempt merely late because the queue is backed up keeps
+// its place.
 func (s *Scheduler) Schedule(ctx context.Context, request string, n int, at time.Time) (bool, error) {
-	err := s.enqueue(ctx, request, n, at)
-	if !errors.Is(err, asynq.ErrTaskIDConflict) {
-		return err == nil, err
-	}
-	id := tasks.Attempt{Request: request, N: n}.ID()
-	info, err := s.inspector.GetTaskInfo(tasks.QueuePayments, id)
-	switch {
-	case errors.Is(err, asynq.ErrTaskNotFound):
-		// It ran and went between the two calls (asynq keeps no completed task here): its
-		// outcome is in the store.
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("schedule %s: inspect the existing task: %w", id, err)
-	case info.State != asynq.TaskStateArchived && info.State != asynq.TaskStateCompleted:
-		return false, nil
-	}
-	if err := s.inspector.DeleteTask(tasks.QueuePayments, id); err != nil && !errors.Is(err, asynq.ErrTaskNotFound) {
-		return false, fmt.Errorf("schedule %s: replace %s task: %w", id, info.State, err)
-	}
-	err = s.enqueue(ctx, request, n, at)
-	if errors.Is(err, asynq.ErrTaskIDConflict) {
-		return false, nil // another caller replaced it first
-	}
-	return err == nil, err
+	return asynqx.EnqueueReplacingDead(ctx, s.inspector, tasks.QueuePayments, tasks.Attempt{Request: request, N: n}.ID(),
+		func(ctx context.Context) error { return s.enqueue(ctx, request, n, at) })
 }
 
 // enqueue queues the task; a task id conflict is returned as is.

@@ -17,17 +17,18 @@ import (
 
 // Scheduler implements app.Scheduler.
 type Scheduler struct {
-	producer *asynqx.Producer
+	producer  *asynqx.Producer
+	inspector *asynq.Inspector
 	// timeout bounds one run of the task: the attempt's own timeout plus the bookkeeping.
 	timeout time.Duration
 }
 
 var _ app.Scheduler = (*Scheduler)(nil)
 
-// NewScheduler returns a scheduler enqueuing through producer; attemptTimeout is the HTTP
-// timeout of one attempt.
-func NewScheduler(producer *asynqx.Producer, attemptTimeout time.Duration) *Scheduler {
-	return &Scheduler{producer: producer, timeout: attemptTimeout + 30*time.Second}
+// NewScheduler returns a scheduler enqueuing through producer and looking at the tasks it
+// finds in the way with inspector; attemptTimeout is the HTTP timeout of one attempt.
+func NewScheduler(producer *asynqx.Producer, inspector *asynq.Inspector, attemptTimeout time.Duration) *Scheduler {
+	return &Scheduler{producer: producer, inspector: inspector, timeout: attemptTimeout + 30*time.Second}
 }
 
 // maxInfraRetries is how often asynq reruns an attempt task whose bookkeeping failed (the store
@@ -35,7 +36,9 @@ func NewScheduler(producer *asynqx.Producer, attemptTimeout time.Duration) *Sche
 const maxInfraRetries = 25
 
 // Schedule implements app.Scheduler. The task id is "<delivery>:<attempt>": an attempt that is
-// already queued (or running, or waiting for an asynq retry) is not queued again.
+// already queued (or running, or waiting for an asynq retry) is not queued again; one whose
+// task asynq archived (its bookkeeping kept failing) is queued again in its place, so the
+// overdue sweep can still repair it (asynqx.EnqueueReplacingDead).
 func (s *Scheduler) Schedule(ctx context.Context, delivery string, attempt int, at time.Time) error {
 	p := tasks.Deliver{Delivery: delivery, Attempt: attempt}
 	opts := []asynq.Option{
@@ -45,9 +48,12 @@ func (s *Scheduler) Schedule(ctx context.Context, delivery string, attempt int, 
 	if time.Until(at) > 0 {
 		opts = append(opts, asynq.ProcessAt(asynqx.NotBefore(at)))
 	}
-	_, err := s.producer.Enqueue(ctx, tasks.TypeDeliver, p.Marshal(), opts...)
-	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
-		return fmt.Errorf("schedule %s: %w", p.ID(), err)
-	}
-	return nil
+	_, err := asynqx.EnqueueReplacingDead(ctx, s.inspector, tasks.QueueWebhooks, p.ID(), func(ctx context.Context) error {
+		_, err := s.producer.Enqueue(ctx, tasks.TypeDeliver, p.Marshal(), opts...)
+		if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
+			return fmt.Errorf("schedule %s: %w", p.ID(), err)
+		}
+		return err
+	})
+	return err
 }

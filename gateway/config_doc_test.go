@@ -1,0 +1,13 @@
+package main
+
+import (
+	"testing"
+
+	"rentalplatform/libs/config/configtest"
+)
+
+// Every variable gateway reads is in docs/operations.md's table, and every row naming it is read.
+// Nothing set: loadConfig refuses, having read every variable.
+func TestConfigDocumented(t *testing.T) {
+	configtest.CheckLoad(t, "gateway", nil, func(getenv func(string) string) { _, _ = loadConfig(getenv) })
+}
