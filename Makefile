@@ -28,7 +28,7 @@ run: ## Build and start the whole platform on this machine (embedded MongoDB-com
 test: ## Run every module's tests with -race (uses REDIS_URL / MONGODB_URI when set, else embedded ones)
 	go test $(TEST_FLAGS) $(PACKAGES)
 
-bench: ## Start the platform and print load and latency figures (gateway vs direct; event to delivery; verification sessions: create latency, expiry; payments: collection rate, create latency, scheduled retries' memory)
+bench: ## Start the platform and print load and latency figures (gateway vs direct; event to delivery; verification sessions: create latency, expiry; payments: collection rate, create latency, scheduled retries' memory; collections: filtered list over 10,000 cases, concurrent uploads and memory)
 	go run ./deploy/local/cmd/bench
 
 lint: ## gofmt, go vet, and staticcheck when installed
@@ -36,7 +36,7 @@ lint: ## gofmt, go vet, and staticcheck when installed
 	go vet $(PACKAGES)
 	@if command -v staticcheck >/dev/null; then staticcheck $(PACKAGES); else echo "staticcheck not installed (go install honnef.co/go/tools/cmd/staticcheck@latest); skipped"; fi
 
-fuzz: ## Fuzz the gateway's listener (60 s), the request parsers (30 s each) and the shared validation rules (10 s each)
+fuzz: ## Fuzz the gateway's listener (60 s), the request parsers (30 s each, collections' upload form and file sniffing included) and the shared validation rules (10 s each)
 	go test -run '^$$' -fuzz FuzzDecode -fuzztime 30s ./libs/jsonbody
 	go test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 30s ./libs/jsonbody
 	go test -run '^$$' -fuzz FuzzParseQuery -fuzztime 30s ./libs/fiberx
@@ -50,6 +50,10 @@ fuzz: ## Fuzz the gateway's listener (60 s), the request parsers (30 s each) and
 	go test -run '^$$' -fuzz FuzzDate -fuzztime 10s ./libs/validate
 	go test -run '^$$' -fuzz FuzzEmail -fuzztime 10s ./libs/validate
 	go test -run '^$$' -fuzz FuzzHTTPSURL -fuzztime 10s ./libs/validate
+	go test -run '^$$' -fuzz FuzzReadForm -fuzztime 30s ./collections-svc/internal/ports/http
+	go test -run '^$$' -fuzz '^FuzzSniff$$' -fuzztime 30s ./collections-svc/internal/domain
+	go test -run '^$$' -fuzz FuzzCleanFilename -fuzztime 10s ./collections-svc/internal/domain
+	go test -run '^$$' -fuzz FuzzParseReference -fuzztime 10s ./collections-svc/internal/domain
 
 images: ## Build the image of every program, FROM scratch (static, non-root, CA certificates, HEALTHCHECK), on the engine DOCKER_HOST names; prints their sizes
 	IMAGE_PREFIX=$(IMAGE_PREFIX) IMAGE_TAG=$(IMAGE_TAG) deploy/images/build.sh

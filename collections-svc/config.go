@@ -1,9 +1,77 @@
 package main
 
-import "rentalplatform/libs/service"
+import (
+	"errors"
+	"fmt"
+	"time"
 
-// spec names collections-svc and its defaults; so far it reads only the settings every service shares
-// (docs/architecture.md).
+	"rentalplatform/libs/asynqx"
+	"rentalplatform/libs/config"
+	"rentalplatform/libs/service"
+	"rentalplatform/libs/validate"
+
+	"rentalplatform/collections-svc/internal/domain"
+)
+
+// spec names collections-svc and its defaults of the settings every service shares.
 func spec() service.Spec {
 	return service.Spec{Name: "collections-svc", HTTPAddr: "127.0.0.1:8092", MongoDatabase: "collections"}
+}
+
+// Config is everything collections-svc reads from the environment (docs/operations.md,
+// "Environment variables").
+type Config struct {
+	config.Base
+	RedisURL string
+	// Partner is the collection partner new cases are submitted to (collection_partner).
+	Partner             domain.Partner
+	OutboxRelayInterval time.Duration
+}
+
+// The partner shown until one is configured: a placeholder that says so, on reserved
+// example domains and a fictional number.
+var defaultPartner = domain.Partner{
+	Name:  "Example Collections (set COLLECTIONS_PARTNER_*)",
+	Email: "partner@example.com",
+	Phone: "+15555550100",
+	Site:  "https://partner.example.com",
+}
+
+func loadConfig(getenv config.Getenv) (Config, error) {
+	base, baseErr := config.LoadBase(getenv, spec().Defaults())
+	r := config.NewReader(getenv)
+	cfg := Config{
+		Base:     base,
+		RedisURL: r.String("REDIS_URL", "redis://127.0.0.1:6379/0"),
+		Partner: domain.Partner{
+			Name:  r.String("COLLECTIONS_PARTNER_NAME", defaultPartner.Name),
+			Email: r.String("COLLECTIONS_PARTNER_EMAIL", defaultPartner.Email),
+			Phone: r.String("COLLECTIONS_PARTNER_PHONE", defaultPartner.Phone),
+			Site:  r.String("COLLECTIONS_PARTNER_SITE", defaultPartner.Site),
+		},
+		OutboxRelayInterval: r.Duration("OUTBOX_RELAY_INTERVAL", time.Second),
+	}
+	errs := []error{baseErr, r.Err()}
+	if _, err := asynqx.RedisOpt(cfg.RedisURL); err != nil {
+		errs = append(errs, err)
+	}
+	if cfg.Partner.Name == "" || len(cfg.Partner.Name) > domain.MaxNameLen {
+		errs = append(errs, fmt.Errorf("COLLECTIONS_PARTNER_NAME must be 1 to %d characters", domain.MaxNameLen))
+	}
+	for _, check := range []error{
+		validate.Email("COLLECTIONS_PARTNER_EMAIL", cfg.Partner.Email),
+		validate.Phone("COLLECTIONS_PARTNER_PHONE", cfg.Partner.Phone),
+		validate.HTTPSURL("COLLECTIONS_PARTNER_SITE", cfg.Partner.Site, 2048),
+	} {
+		if check != nil {
+			errs = append(errs, check)
+		}
+	}
+	if cfg.OutboxRelayInterval <= 0 {
+		errs = append(errs, fmt.Errorf("OUTBOX_RELAY_INTERVAL must be longer than 0"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	return cfg, nil
 }

@@ -2,7 +2,12 @@ module rentalplatform/collections-svc
 
 go 1.26.0
 
-require rentalplatform/libs v0.0.0
+require (
+	github.com/gofiber/fiber/v2 v2.52.15
+	go.mongodb.org/mongo-driver/v2 v2.9.3
+	rentalplatform/embedded v0.0.0
+	rentalplatform/libs v0.0.0
+)
 
 require (
 	filippo.io/edwards25519 v1.1.0 // indirect
@@ -19,7 +24,6 @@ require (
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/go-sql-driver/mysql v1.8.1 // indirect
 	github.com/gofiber/contrib/otelfiber/v2 v2.1.1 // indirect
-	github.com/gofiber/fiber/v2 v2.52.15 // indirect
 	github.com/golang/snappy v0.0.4 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/grpc-ecosystem/grpc-gateway/v2 v2.30.0 // indirect
@@ -57,7 +61,6 @@ require (
 	github.com/youmark/pkcs8 v0.0.0-20240726163527-a2c0da244d78 // indirect
 	github.com/yuin/gopher-lua v1.1.1 // indirect
 	go.mongodb.org/mongo-driver v1.16.0 // indirect
-	go.mongodb.org/mongo-driver/v2 v2.9.3 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/contrib v1.20.0 // indirect
 	go.opentelemetry.io/otel v1.47.0 // indirect
@@ -89,7 +92,6 @@ require (
 	modernc.org/sqlite v1.31.1 // indirect
 	modernc.org/strutil v1.2.0 // indirect
 	modernc.org/token v1.1.0 // indirect
-	rentalplatform/embedded v0.0.0 // indirect
 )
 
 replace (

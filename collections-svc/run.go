@@ -2,11 +2,63 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
+	"time"
+
+	"rentalplatform/libs/ids"
+	"rentalplatform/libs/service"
+
+	"rentalplatform/collections-svc/internal/adapters/mongo"
+	"rentalplatform/collections-svc/internal/app"
+	httpport "rentalplatform/collections-svc/internal/ports/http"
 )
 
-// run is the composition root. The service has no resources yet: the shared runtime checks the
-// gateway identity, answers health checks, and 404s every other route.
+// run is the composition root: it builds the service from its configuration, serves until
+// ctx ends, then shuts down and returns the first problem met.
 func run(ctx context.Context, getenv func(string) string, stdout io.Writer) error {
-	return spec().Run(ctx, getenv, stdout, nil)
+	cfg, err := loadConfig(getenv)
+	if err != nil {
+		return err
+	}
+	// File uploads are streamed to GridFS as they arrive rather than read whole first.
+	rt, err := service.Start(ctx, spec().Name, cfg.Base, stdout, service.WithStreamedBodies(httpport.IsUpload))
+	if err != nil {
+		return err
+	}
+	fail := func(err error) error { return errors.Join(err, rt.Close()) }
+	q, err := rt.ConnectQueue(cfg.RedisURL, cfg.OutboxRelayInterval)
+	if err != nil {
+		return fail(err)
+	}
+	cases := mongo.NewCases(rt.Store, q.Relay)
+	files := mongo.NewFiles(rt.Store, q.Relay)
+	if err := cases.EnsureIndexes(ctx); err != nil {
+		return fail(err)
+	}
+	if err := files.EnsureIndexes(ctx); err != nil {
+		return fail(err)
+	}
+	contents := mongo.NewContents(rt.Store.Database())
+	if err := contents.EnsureIndexes(ctx); err != nil {
+		return fail(err)
+	}
+
+	svc := app.New(app.Deps{
+		Cases:    cases,
+		Files:    files,
+		Contents: contents,
+		Now:      time.Now,
+		IDs:      ids.NewGenerator(nil),
+		Log:      rt.Log,
+	}, app.Config{
+		Partner:       cfg.Partner,
+		RenderCase:    httpport.CaseObject,
+		RenderFile:    httpport.FileObject,
+		RenderPayment: httpport.PaymentObject,
+	})
+	// Closers run last-registered first: this one before the store closes.
+	rt.OnClose(svc.Drain)
+	httpport.Register(rt.App, svc)
+	return rt.Serve(ctx)
 }

@@ -24,7 +24,7 @@ var devOnly = map[string][]string{
 // run takes the whole environment rather than a getenv: handing each program the settings it
 // documents (stack.Options.Environ) is the launcher's job.
 func run(ctx context.Context, environ []string, stdout io.Writer) error {
-	opts, err := options(environ, stdout)
+	opts, err := options(lookup(environ), environ, stdout)
 	if err != nil {
 		return err
 	}
@@ -49,9 +49,9 @@ func run(ctx context.Context, environ []string, stdout io.Writer) error {
 	}
 }
 
-// options reads the launcher's own settings from environ and hands the rest to the stack.
-func options(environ []string, stdout io.Writer) (stack.Options, error) {
-	getenv := lookup(environ)
+// options reads the launcher's own settings through getenv (lookup over environ) and hands
+// environ to the stack.
+func options(getenv config.Getenv, environ []string, stdout io.Writer) (stack.Options, error) {
 	r := config.NewReader(getenv)
 	root, err := repoRoot(r.String("REPO_ROOT", ""))
 	if err != nil {

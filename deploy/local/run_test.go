@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 	"testing"
+
+	"rentalplatform/libs/config/configtest"
 )
 
 // The launcher reads its own settings, hands its whole environment to the stack (which gives
@@ -13,7 +15,7 @@ func TestOptions(t *testing.T) {
 	dir := t.TempDir()
 	environ := []string{"DATA_DIR=" + dir, "ADMIN_TOKEN=admin_given_token", "GATEWAY_ADDR=127.0.0.1:9080",
 		"WEBHOOKS_RETRY_SCHEDULE=1s,1s", "WEBHOOKS_TLS_INSECURE=false", "PAYMENTS_ADDR=127.0.0.1:9093"}
-	opts, err := options(environ, io.Discard)
+	opts, err := options(lookup(environ), environ, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,4 +36,14 @@ func TestOptions(t *testing.T) {
 	if v := opts.ProgramEnv["verification-svc"]; v["VERIFICATION_WEBHOOK_ALLOW_PRIVATE"] != "true" {
 		t.Errorf("verification-svc's dev defaults = %v; want WEBHOOK_ALLOW_PRIVATE true (unset)", v)
 	}
+}
+
+// The launcher's own settings are the rows of docs/operations.md's table that name `make run`.
+func TestOptionsDocumented(t *testing.T) {
+	env := map[string]string{"DATA_DIR": t.TempDir(), "ADMIN_TOKEN": "admin_given_token"}
+	configtest.CheckLoad(t, "make run", env, func(getenv func(string) string) {
+		if _, err := options(getenv, nil, io.Discard); err != nil {
+			t.Error(err)
+		}
+	})
 }

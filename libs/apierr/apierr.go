@@ -142,6 +142,10 @@ func fromDomain(de *domainerr.Error) *Error {
 		e.Status, e.Type = http.StatusConflict, Idempotency
 	case domainerr.IdempotencyReused:
 		e.Status, e.Type = http.StatusBadRequest, Idempotency
+	case domainerr.TooLarge:
+		e.Status = http.StatusRequestEntityTooLarge
+	case domainerr.UnsupportedMedia:
+		e.Status = http.StatusUnsupportedMediaType
 	default:
 		return nil
 	}

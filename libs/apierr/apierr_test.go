@@ -73,6 +73,8 @@ func TestFromDomain(t *testing.T) {
 		{domainerr.InvalidState("no"), 409, InvalidRequest, CodeInvalidState, ""},
 		{domainerr.New(domainerr.IdempotencyInUse, CodeIdempotencyKeyInUse, "Idempotency-Key", "busy"), 409, Idempotency, CodeIdempotencyKeyInUse, "Idempotency-Key"},
 		{domainerr.New(domainerr.IdempotencyReused, CodeIdempotencyKeyReused, "Idempotency-Key", "reused"), 400, Idempotency, CodeIdempotencyKeyReused, "Idempotency-Key"},
+		{domainerr.New(domainerr.TooLarge, "file_too_large", "file", "big"), 413, InvalidRequest, "file_too_large", "file"},
+		{domainerr.New(domainerr.UnsupportedMedia, "file_type_unsupported", "file", "exe"), 415, InvalidRequest, "file_type_unsupported", "file"},
 	} {
 		e := From(fmt.Errorf("use case: %w", tc.err))
 		if e == nil || e.Status != tc.status || e.Type != tc.typ || e.Code != tc.code || e.Param != tc.param {

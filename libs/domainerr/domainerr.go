@@ -25,6 +25,11 @@ const (
 	IdempotencyInUse
 	// IdempotencyReused: the idempotency key belongs to a different request (400).
 	IdempotencyReused
+	// TooLarge: an uploaded file is larger than the operation accepts (413).
+	TooLarge
+	// UnsupportedMedia: an uploaded file's content is of a type the operation does not accept
+	// (415).
+	UnsupportedMedia
 )
 
 // Stable codes shared by every service. A service adds its own next to its rules.

@@ -32,6 +32,7 @@ const (
 	CollectionCaseUpdated = "collection_case.updated"
 	CollectionCaseClosed  = "collection_case.closed"
 	CaseFileCreated       = "case_file.created"
+	DebtPaymentCreated    = "debt_payment.created"
 
 	PaymentRequestCreated     = "payment_request.created"
 	PaymentRequestProcessing  = "payment_request.processing"
@@ -49,7 +50,7 @@ var all = []string{
 	VerificationSessionCreated, VerificationSessionPending, VerificationSessionProcessing,
 	VerificationSessionCompleted, VerificationSessionFailed, VerificationSessionExpired,
 	VerificationSessionCanceled, VerificationSessionRedacted, VerificationReportCreated,
-	CollectionCaseCreated, CollectionCaseUpdated, CollectionCaseClosed, CaseFileCreated,
+	CollectionCaseCreated, CollectionCaseUpdated, CollectionCaseClosed, CaseFileCreated, DebtPaymentCreated,
 	PaymentRequestCreated, PaymentRequestProcessing, PaymentRequestRetrying, PaymentRequestSucceeded,
 	PaymentRequestFailed, PaymentRequestCancelled, PaymentAgreementCreated, PaymentAgreementUpdated,
 	PaymentAgreementCancelled,

@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 )
@@ -27,6 +28,7 @@ const (
 	WebhookEndpoint     = "we_"
 	Event               = "evt_"
 	File                = "file_"
+	DebtPayment         = "dpay_"
 )
 
 // crockford is Crockford's base32 alphabet in lower case. It is in ASCII order, so the
@@ -162,6 +164,30 @@ func (g *Generator) NewUUIDv7(prefix string) string {
 	b[6] = 0x70 | b[6]&0x0f // version 7
 	b[8] = 0x80 | b[8]&0x3f // RFC 9562 variant
 	return fmt.Sprintf("%s%x-%x-%x-%x-%x", prefix, b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// ValidUUIDv7 reports whether id is prefix followed by a version-7 UUID in the canonical lower-case
+// text form NewUUIDv7 makes, so a malformed id is answered without a store lookup.
+func ValidUUIDv7(prefix, id string) bool {
+	const uuidLen = 36
+	if len(id) != len(prefix)+uuidLen || id[:len(prefix)] != prefix {
+		return false
+	}
+	u := id[len(prefix):]
+	for i := 0; i < uuidLen; i++ {
+		c := u[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+				return false
+			}
+		}
+	}
+	return u[14] == '7' && strings.IndexByte("89ab", u[19]) >= 0
 }
 
 // base62 is letters and digits only, so a secret is selected whole by a double click and needs

@@ -92,13 +92,35 @@ func TestUUIDv7(t *testing.T) {
 	prev := ""
 	for i := 0; i < 1000; i++ {
 		id := g.NewUUIDv7(CollectionCase)
-		if !re.MatchString(id) {
+		if !re.MatchString(id) || !ValidUUIDv7(CollectionCase, id) {
 			t.Fatalf("%q is not a prefixed UUIDv7", id)
 		}
 		if id <= prev {
 			t.Fatalf("%s not after %s", id, prev)
 		}
 		prev = id
+	}
+}
+
+func TestValidUUIDv7(t *testing.T) {
+	for _, tc := range []struct {
+		id   string
+		want bool
+	}{
+		{"dc_0190a0b0-0000-7000-8000-000000000000", true},
+		{"dc_0190a0b0-0000-7000-b000-00000000000f", true},
+		{"dc_0190A0B0-0000-7000-8000-000000000000", false}, // upper case is not the form issued
+		{"dc_0190a0b0-0000-4000-8000-000000000000", false}, // version 4
+		{"dc_0190a0b0-0000-7000-c000-000000000000", false}, // not the RFC 9562 variant
+		{"dc_0190a0b000007000800000000000000000000", false},
+		{"dc_0190a0b0-0000-7000-8000-00000000000", false},
+		{"vs_0190a0b0-0000-7000-8000-000000000000", false},
+		{"dc_0190a0b0-0000-7000-8000-00000000000g", false},
+		{"", false},
+	} {
+		if got := ValidUUIDv7(CollectionCase, tc.id); got != tc.want {
+			t.Errorf("ValidUUIDv7(%q) = %v, want %v", tc.id, got, tc.want)
+		}
 	}
 }
 

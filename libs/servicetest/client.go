@@ -61,15 +61,28 @@ func (r Response) errField(name string) string {
 func (c *Client) Do(method, target, body string) Response {
 	c.T.Helper()
 	var r io.Reader
+	contentType := ""
 	if body != "" {
-		r = strings.NewReader(body)
+		r, contentType = strings.NewReader(body), "application/json"
 	}
-	req, err := http.NewRequest(method, c.BaseURL+target, r)
+	out := c.Send(method, target, contentType, r)
+	if out.Body == nil {
+		c.T.Fatalf("%s %s: %d, body is not a JSON object: %s", method, target, out.Status, out.Raw)
+	}
+	return out
+}
+
+// Send sends a request with any body (nil sends none; contentType "" sets no Content-Type),
+// such as a multipart upload, and returns the answer; Body is decoded only when the answer is
+// a JSON object (a file download is not).
+func (c *Client) Send(method, target, contentType string, body io.Reader) Response {
+	c.T.Helper()
+	req, err := http.NewRequest(method, c.BaseURL+target, body)
 	if err != nil {
 		c.T.Fatal(err)
 	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
 	}
 	c.signer.Sign(req.Header.Set, identity.Identity{
 		Account: c.Account, Livemode: c.Livemode, RequestID: c.ids.New(ids.Request),
@@ -84,8 +97,8 @@ func (c *Client) Do(method, target, body string) Response {
 		c.T.Fatal(err)
 	}
 	out := Response{Status: res.StatusCode, Header: res.Header, Raw: raw}
-	if err := json.Unmarshal(raw, &out.Body); err != nil {
-		c.T.Fatalf("%s %s: %d, body is not a JSON object: %s", method, target, res.StatusCode, raw)
+	if json.Unmarshal(raw, &out.Body) != nil {
+		out.Body = nil
 	}
 	return out
 }

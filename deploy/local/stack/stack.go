@@ -34,7 +34,7 @@ import (
 // a free port on 127.0.0.1, since only the gateway's and the admin API's addresses face the
 // user, and fixed service ports would keep two stacks from running side by side. Settings are
 // the variables of Options.Environ a program is given, each a prefix (ending in "_") or a
-// whole name: the ones its documentation lists (docs/architecture.md, docs/events.md).
+// whole name: the ones it reads (docs/operations.md, "Environment variables").
 var services = []struct {
 	Name, Database, AddrVar string
 	Settings                []string

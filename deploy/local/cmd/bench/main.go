@@ -1,8 +1,10 @@
 // Command bench starts the platform as `make run` does (embedded stores unless MONGODB_URI /
 // REDIS_URL are set) and measures it from outside: authenticated GET /v1/webhook_endpoints/:id
 // through the gateway and the same request sent straight to webhooks-svc with a valid internal
-// identity, event-to-delivery latency and throughput, and verification sessions (create
-// latency, expiry at expires_at). It prints figures next to the targets; it asserts nothing.
+// identity, event-to-delivery latency and throughput, verification sessions (create latency,
+// expiry at expires_at), payments and collection cases (a filtered list over 10,000 cases,
+// concurrent uploads and the service's memory). It prints figures next to the targets; it
+// asserts nothing.
 package main
 
 import (
@@ -52,6 +54,10 @@ type settings struct {
 	verifTTL      time.Duration
 	payRequests   int // payments (a): requests created in bulk and collected
 	payRetries    int // payments (c): scheduled retries held in Redis
+	// collections
+	collCases     int // cases of one account the filtered list runs over
+	collUploads   int // concurrent uploads
+	collUploadMiB int // size of each
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
@@ -63,18 +69,24 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	fs.DurationVar(&s.warmup, "warmup", 2*time.Second, "unmeasured load before each run")
 	fs.IntVar(&s.eventRate, "event-rate", 200, "events/s for the event-to-delivery latency run")
 	fs.IntVar(&s.deliveryRate, "delivery-rate", 1500, "deliveries/s offered in the delivery throughput run (20 endpoints); the target is to sustain at least 1,000")
-	fs.StringVar(&s.only, "only", "", "run only 'gateway', 'delivery', 'verification' or 'payments'")
+	fs.StringVar(&s.only, "only", "", "run only 'gateway', 'delivery', 'verification', 'payments' or 'collections'")
 	fs.IntVar(&s.verifRate, "verification-rate", 100, "verification sessions created per second")
 	fs.IntVar(&s.verifSessions, "verification-sessions", 10000, "verification sessions created, each then expiring")
 	fs.DurationVar(&s.verifTTL, "verification-ttl", 2*time.Minute, "the sessions' lifetime (VERIFICATION_SESSION_TTL); longer than the creates take keeps the two phases apart")
 	fs.IntVar(&s.payRequests, "payment-requests", 10_000, "payment requests created in bulk and collected (payments, part a; 0 skips it)")
 	fs.IntVar(&s.payRetries, "payment-retries", 100_000, "scheduled retries held in Redis (payments, part c; 0 skips it)")
+	fs.IntVar(&s.collCases, "collection-cases", 10_000, "collection cases of one account the filtered list runs over (collections (a); 0 skips it)")
+	fs.IntVar(&s.collUploads, "collection-uploads", 20, "concurrent file uploads (collections (b); 0 skips it)")
+	fs.IntVar(&s.collUploadMiB, "collection-upload-mib", 5, "size of each concurrent upload, MiB (at most 25)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (the load generator, the receiver and the embedded stores) to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if !slices.Contains([]string{"", "gateway", "delivery", "verification", "payments"}, s.only) {
-		return fmt.Errorf("-only %q: want gateway, delivery, verification or payments", s.only)
+	if !slices.Contains([]string{"", "gateway", "delivery", "verification", "payments", "collections"}, s.only) {
+		return fmt.Errorf("-only %q: want gateway, delivery, verification, payments or collections", s.only)
+	}
+	if s.collUploadMiB < 1 || s.collUploadMiB > 25 {
+		return fmt.Errorf("-collection-upload-mib %d: want 1 to 25 (the service's file limit)", s.collUploadMiB)
 	}
 	if *cpuProfile != "" {
 		stopProfile, err := startCPUProfile(*cpuProfile)
@@ -142,7 +154,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		}
 	}
 	if s.only == "" || s.only == "payments" {
-		return benchPayments(ctx, st, s, getenv, stdout)
+		if err := benchPayments(ctx, st, s, getenv, stdout); err != nil {
+			return err
+		}
+	}
+	if s.only == "" || s.only == "collections" {
+		return benchCollections(ctx, st, s, getenv, stdout)
 	}
 	return nil
 }

@@ -1,0 +1,110 @@
+package mongo
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"rentalplatform/libs/docstore"
+	"rentalplatform/libs/listing"
+	"rentalplatform/libs/outbox"
+
+	"rentalplatform/collections-svc/internal/domain"
+)
+
+// Files implements domain.FileRepository: the records of case files (their bytes are in
+// GridFS, Contents).
+type Files struct {
+	docs *docstore.Collection[fileDoc]
+}
+
+var _ domain.FileRepository = (*Files)(nil)
+
+// NewFiles returns the file record store of db; relay publishes case_file.created.
+func NewFiles(db *docstore.DB, relay *outbox.Relay) *Files {
+	return &Files{docs: docstore.NewCollection[fileDoc](db, FilesCollection, docstore.Options{
+		NotFound: domain.FileNotFound,
+		Outbox:   relay,
+	})}
+}
+
+// FileIndexes back the list of a case's files, newest first.
+func FileIndexes() []mongo.IndexModel {
+	return []mongo.IndexModel{{
+		Keys:    bson.D{{Key: "account", Value: 1}, {Key: "livemode", Value: 1}, {Key: "collection_case", Value: 1}, {Key: "_id", Value: -1}},
+		Options: options.Index().SetName("account_livemode_case_id"),
+	}}
+}
+
+// EnsureIndexes declares FileIndexes.
+func (r *Files) EnsureIndexes(ctx context.Context) error {
+	return r.docs.EnsureIndexes(ctx, FileIndexes()...)
+}
+
+type fileDoc struct {
+	docstore.Meta `bson:",inline"`
+	Account       string `bson:"account"`
+	Livemode      bool   `bson:"livemode"`
+	Case          string `bson:"collection_case"`
+	DocumentType  string `bson:"document_type"`
+	Description   string `bson:"description,omitempty"`
+	Filename      string `bson:"filename"`
+	Size          int64  `bson:"size"`
+	ContentType   string `bson:"content_type"`
+	SHA256        string `bson:"sha256"`
+	Created       int64  `bson:"created"`
+}
+
+// Create implements domain.FileRepository.
+func (r *Files) Create(ctx context.Context, f *domain.File) error {
+	s := f.State()
+	d := fileDoc{Account: s.Account, Livemode: s.Livemode, Case: s.Case, DocumentType: string(s.DocumentType),
+		Description: s.Description, Filename: s.Filename, Size: s.Size, ContentType: s.ContentType, SHA256: s.SHA256,
+		Created: s.Created.Unix()}
+	d.ID = s.ID
+	d.Raise(f.NewEvents()...)
+	created, err := r.docs.Insert(ctx, d)
+	if err != nil {
+		return fmt.Errorf("insert case file: %w", err)
+	}
+	if !created {
+		return fmt.Errorf("insert case file: %s is stored already", s.ID)
+	}
+	return nil
+}
+
+func (d fileDoc) file() *domain.File {
+	return domain.RehydrateFile(domain.FileState{ID: d.ID, Account: d.Account, Livemode: d.Livemode, Case: d.Case,
+		DocumentType: domain.DocumentType(d.DocumentType), Description: d.Description, Filename: d.Filename, Size: d.Size,
+		ContentType: d.ContentType, SHA256: d.SHA256, Created: time.Unix(d.Created, 0)})
+}
+
+// Get implements domain.FileRepository: by _id, with the case and owner checked in code.
+func (r *Files) Get(ctx context.Context, id, caseID, account string, livemode bool) (*domain.File, error) {
+	d, err := r.docs.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	f := d.file()
+	if !f.Owned(caseID, account, livemode) {
+		return nil, domain.FileNotFound(id)
+	}
+	return f, nil
+}
+
+// List implements domain.FileRepository.
+func (r *Files) List(ctx context.Context, caseID, account string, livemode bool, p listing.Params) ([]*domain.File, bool, error) {
+	docs, hasMore, err := r.docs.Page(ctx, bson.D{{Key: "account", Value: account}, {Key: "livemode", Value: livemode}, {Key: "collection_case", Value: caseID}}, p)
+	if err != nil {
+		return nil, false, err
+	}
+	out := make([]*domain.File, len(docs))
+	for i, d := range docs {
+		out[i] = d.file()
+	}
+	return out, hasMore, nil
+}

@@ -1,0 +1,424 @@
+package mongo_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"rentalplatform/libs/events"
+	"rentalplatform/libs/ids"
+	"rentalplatform/libs/listing"
+	"rentalplatform/libs/outbox/outboxtest"
+	"rentalplatform/libs/servicetest"
+
+	"rentalplatform/collections-svc/internal/adapters/mongo"
+	"rentalplatform/collections-svc/internal/app"
+	"rentalplatform/collections-svc/internal/domain"
+)
+
+// The adapter's mapping and queries on the embedded store (or MONGODB_URI's server); the
+// versioned writes beneath them are docstore's, tested by its contract suite.
+
+func ptr[T any](v T) *T { return &v }
+
+var t0 = time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)
+
+type caseOpt func(*domain.NewCaseParams)
+
+func newCase(t *testing.T, g *ids.Generator, account string, livemode bool, ref string, opts ...caseOpt) *domain.Case {
+	t.Helper()
+	p := domain.NewCaseParams{
+		ID: g.NewUUIDv7(ids.CollectionCase), Account: account, Livemode: livemode, Reference: ref, Created: t0,
+		Partner:         domain.Partner{Name: "P", Email: "p@example.com", Phone: "+15555550100", Site: "https://p.example.com"},
+		AmountToRecover: ptr(int64(5000)), Currency: ptr("eur"),
+		Debtor: &domain.DebtorParams{Type: ptr("private"), Name: ptr("Bob"), Email: ptr("bob@example.com"),
+			Address: &domain.AddressParams{Line1: ptr("1 St"), City: ptr("Berlin"), PostalCode: ptr("10115"), Country: ptr("DE")}, Country: ptr("DE")},
+		DueDate: ptr("2026-01-31"), Metadata: map[string]string{"a.b": "$x"},
+	}
+	for _, o := range opts {
+		o(&p)
+	}
+	c, err := domain.NewCase(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestCasesRoundTripAndQueries(t *testing.T) {
+	db := servicetest.Store(t)
+	repo := mongo.NewCases(db, outboxtest.NewRelay(&outboxtest.Queue{}))
+	ctx := t.Context()
+	if err := repo.EnsureIndexes(ctx); err != nil {
+		t.Fatal(err)
+	}
+	g := ids.NewGenerator(nil)
+	c := newCase(t, g, "acct_1", false, "DC-000001", func(p *domain.NewCaseParams) { p.CreditorReference = ptr("INV-1") })
+	c.Emit(events.Event{ID: "evt_1", Type: "collection_case.created"})
+	if err := repo.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	got, err := repo.Get(ctx, c.ID(), "acct_1", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprintf("%+v", got.State()) != fmt.Sprintf("%+v", c.State()) {
+		t.Fatalf("round trip:\n%+v\n%+v", got.State(), c.State())
+	}
+	if byRef, err := repo.GetByReference(ctx, "DC-000001", "acct_1", false); err != nil || byRef.ID() != c.ID() {
+		t.Fatalf("by reference: %v", err)
+	}
+	for _, scope := range []struct {
+		account string
+		live    bool
+	}{{"acct_2", false}, {"acct_1", true}} {
+		if _, err := repo.Get(ctx, c.ID(), scope.account, scope.live); !errors.Is(err, domain.ErrCaseNotFound) {
+			t.Errorf("%v reads the case: %v", scope, err)
+		}
+		if _, err := repo.GetByReference(ctx, "DC-000001", scope.account, scope.live); !errors.Is(err, domain.ErrCaseNotFound) {
+			t.Errorf("%v reads the case by reference: %v", scope, err)
+		}
+		if _, err := repo.Update(ctx, c.ID(), scope.account, scope.live, (*domain.Case).Pause); !errors.Is(err, domain.ErrCaseNotFound) {
+			t.Errorf("%v changes the case: %v", scope, err)
+		}
+	}
+	// The same reference is taken within the account and mode only.
+	if err := repo.Create(ctx, newCase(t, g, "acct_1", false, "DC-000001")); !errors.Is(err, domain.ErrReferenceTaken) {
+		t.Fatalf("a second DC-000001 in acct_1/test: %v", err)
+	}
+	for _, other := range []*domain.Case{newCase(t, g, "acct_2", false, "DC-000001"), newCase(t, g, "acct_1", true, "DC-000001")} {
+		if err := repo.Create(ctx, other); err != nil {
+			t.Fatalf("DC-000001 in another account or mode: %v", err)
+		}
+	}
+	// Payments round trip.
+	updated, err := repo.Update(ctx, c.ID(), "acct_1", false, func(c *domain.Case) error {
+		_, err := c.RecordPayment(domain.PaymentParams{ID: "dpay_1", Created: t0, Amount: ptr(int64(5000)), PaidAt: ptr("2026-11-01"), Reference: ptr("r")})
+		return err
+	})
+	if err != nil || updated.Status() != domain.StatusClosed {
+		t.Fatalf("pay in full: %v", err)
+	}
+	got, _ = repo.Get(ctx, c.ID(), "acct_1", false)
+	if fmt.Sprintf("%+v", got.State()) != fmt.Sprintf("%+v", updated.State()) || len(got.Payments()) != 1 {
+		t.Fatalf("after payment:\n%+v\n%+v", got.State(), updated.State())
+	}
+}
+
+// TestConcurrentReferences: creates racing for one reference; the unique index lets exactly
+// one through and refuses the others with ErrReferenceTaken.
+func TestConcurrentReferences(t *testing.T) {
+	db := servicetest.Store(t)
+	repo := mongo.NewCases(db, outboxtest.NewRelay(&outboxtest.Queue{}))
+	if err := repo.EnsureIndexes(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	g := ids.NewGenerator(nil)
+	const n = 16
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		c := newCase(t, g, "acct_race", false, "DC-RACE01")
+		wg.Go(func() { errs[i] = repo.Create(t.Context(), c) })
+	}
+	wg.Wait()
+	won := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			won++
+		case !errors.Is(err, domain.ErrReferenceTaken):
+			t.Fatalf("create: %v", err)
+		}
+	}
+	if won != 1 {
+		t.Fatalf("%d creates got DC-RACE01", won)
+	}
+}
+
+func TestCaseFilters(t *testing.T) {
+	db := servicetest.Store(t)
+	repo := mongo.NewCases(db, outboxtest.NewRelay(&outboxtest.Queue{}))
+	ctx := t.Context()
+	g := ids.NewGenerator(nil)
+	var all []*domain.Case
+	for i := range 8 {
+		c := newCase(t, g, "acct_f", false, fmt.Sprintf("DC-00000%d", i), func(p *domain.NewCaseParams) {
+			p.Created = t0.Add(time.Duration(i) * time.Minute)
+			if i%2 == 1 {
+				p.Debtor.Type, p.Debtor.Country = ptr("company"), ptr("FR")
+			}
+			if i%4 == 0 {
+				p.CreditorReference = ptr("INV-X")
+			}
+		})
+		if i >= 6 {
+			_ = c.Pause()
+		}
+		if err := repo.Create(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, c)
+	}
+	if err := repo.Create(ctx, newCase(t, g, "acct_other", false, "DC-000009")); err != nil {
+		t.Fatal(err)
+	}
+	name := func(cs []*domain.Case) string {
+		var out []string
+		for _, c := range cs {
+			out = append(out, c.Reference()[len(c.Reference())-1:])
+		}
+		return fmt.Sprint(out)
+	}
+	list := func(f domain.CaseFilter, p listing.Params) (string, bool) {
+		t.Helper()
+		if p.Limit == 0 {
+			p.Limit = 10
+		}
+		cs, more, err := repo.List(ctx, "acct_f", false, f, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return name(cs), more
+	}
+	gte, lte := t0.Add(2*time.Minute).Unix(), t0.Add(5*time.Minute).Unix()
+	for _, tc := range []struct {
+		f    domain.CaseFilter
+		p    listing.Params
+		want string
+	}{
+		{domain.CaseFilter{}, listing.Params{}, "[7 6 5 4 3 2 1 0]"},
+		{domain.CaseFilter{Status: domain.StatusPaused}, listing.Params{}, "[7 6]"},
+		{domain.CaseFilter{DebtorCountry: "FR"}, listing.Params{}, "[7 5 3 1]"},
+		{domain.CaseFilter{DebtorType: domain.DebtorPrivate}, listing.Params{}, "[6 4 2 0]"},
+		{domain.CaseFilter{CreditorReference: "INV-X"}, listing.Params{}, "[4 0]"},
+		{domain.CaseFilter{}, listing.Params{CreatedGTE: &gte, CreatedLTE: &lte}, "[5 4 3 2]"},
+		{domain.CaseFilter{Status: domain.StatusActive, DebtorCountry: "FR"}, listing.Params{}, "[5 3 1]"},
+		{domain.CaseFilter{Status: domain.StatusActive, DebtorType: domain.DebtorCompany}, listing.Params{CreatedLTE: &lte}, "[5 3 1]"},
+		{domain.CaseFilter{DebtorType: domain.DebtorPrivate, CreditorReference: "INV-X", Status: domain.StatusActive, DebtorCountry: "DE"}, listing.Params{}, "[4 0]"},
+		{domain.CaseFilter{DebtorCountry: "FR"}, listing.Params{Limit: 2, StartingAfter: all[5].ID()}, "[3 1]"},
+		{domain.CaseFilter{DebtorCountry: "FR"}, listing.Params{Limit: 2, EndingBefore: all[1].ID()}, "[5 3]"},
+		{domain.CaseFilter{Status: domain.StatusPaused}, listing.Params{Limit: 1, EndingBefore: all[0].ID()}, "[6]"},
+	} {
+		if got, _ := list(tc.f, tc.p); got != tc.want {
+			t.Errorf("List(%+v, %+v) = %s; want %s", tc.f, tc.p, got, tc.want)
+		}
+	}
+	if got, more := list(domain.CaseFilter{DebtorCountry: "FR"}, listing.Params{Limit: 2}); got != "[7 5]" || !more {
+		t.Errorf("first page = %s, has_more %v", got, more)
+	}
+	if got, more := list(domain.CaseFilter{DebtorCountry: "FR"}, listing.Params{Limit: 2, StartingAfter: all[3].ID()}); got != "[1]" || more {
+		t.Errorf("last page = %s, has_more %v", got, more)
+	}
+	if got, more := list(domain.CaseFilter{DebtorCountry: "FR"}, listing.Params{Limit: 2, EndingBefore: all[3].ID()}); got != "[7 5]" || more {
+		t.Errorf("page before 3 = %s, has_more %v", got, more)
+	}
+}
+
+// Every list filter, the newest-first sort and the reference lookup are backed by an index on
+// MongoDB. The embedded store creates only the unique ones (it cannot use the others), so the
+// definitions are checked here, and then what the server holds: all of them on MongoDB, the
+// unique one on the embedded store.
+func TestIndexDefinitions(t *testing.T) {
+	keys := func(k any) string {
+		var out []string
+		for _, e := range k.(bson.D) {
+			out = append(out, fmt.Sprintf("%s:%v", e.Key, e.Value))
+		}
+		return fmt.Sprint(out)
+	}
+	var got []string
+	for _, m := range append(mongo.CaseIndexes(), mongo.FileIndexes()...) {
+		got = append(got, keys(m.Keys))
+	}
+	want := []string{
+		"[account:1 livemode:1 reference:1]",
+		"[account:1 livemode:1 _id:-1]",
+		"[account:1 livemode:1 status:1 _id:-1]",
+		"[account:1 livemode:1 debtor.country:1 _id:-1]",
+		"[account:1 livemode:1 debtor.type:1 _id:-1]",
+		"[account:1 livemode:1 creditor_reference:1 _id:-1]",
+		"[account:1 livemode:1 created:1 _id:-1]",
+		"[account:1 livemode:1 collection_case:1 _id:-1]",
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("indexes %v\nwant %v", got, want)
+	}
+
+	db := servicetest.Store(t)
+	relay := outboxtest.NewRelay(&outboxtest.Queue{})
+	if err := mongo.NewCases(db, relay).EnsureIndexes(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := mongo.NewFiles(db, relay).EnsureIndexes(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	names := func(coll string) []string {
+		cur, err := db.Database().Collection(coll).Indexes().List(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var specs []struct {
+			Name string `bson:"name"`
+		}
+		if err := cur.All(t.Context(), &specs); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, s := range specs {
+			out = append(out, s.Name)
+		}
+		return out
+	}
+	onServer := names(mongo.CasesCollection)
+	if !slices.Contains(onServer, "account_livemode_reference") {
+		t.Fatalf("the unique reference index is missing: %v", onServer)
+	}
+	if db.MultiProcess() { // MongoDB: every declared index exists
+		for _, n := range []string{"account_livemode_id", "account_livemode_status_id", "account_livemode_debtor_country_id",
+			"account_livemode_debtor_type_id", "account_livemode_creditor_reference_id", "account_livemode_created_id"} {
+			if !slices.Contains(onServer, n) {
+				t.Errorf("index %s missing: %v", n, onServer)
+			}
+		}
+		if fs := names(mongo.FilesCollection); !slices.Contains(fs, "account_livemode_case_id") {
+			t.Errorf("file index missing: %v", fs)
+		}
+	}
+}
+
+func TestFiles(t *testing.T) {
+	db := servicetest.Store(t)
+	files := mongo.NewFiles(db, outboxtest.NewRelay(&outboxtest.Queue{}))
+	ctx := t.Context()
+	g := ids.NewGenerator(nil)
+	var made []*domain.File
+	for i, scope := range []struct {
+		c, account string
+		live       bool
+	}{{"dc_a", "acct_1", false}, {"dc_a", "acct_1", false}, {"dc_b", "acct_1", false}, {"dc_a", "acct_1", true}, {"dc_a", "acct_2", false}} {
+		f, err := domain.NewFile(domain.NewFileParams{ID: g.New(ids.File), Account: scope.account, Livemode: scope.live, Case: scope.c,
+			Created: t0, Filename: fmt.Sprintf("f%d.pdf", i), Size: int64(i), ContentType: domain.TypePDF, SHA256: "00", DocumentType: ptr("miscellaneous")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := files.Create(ctx, f); err != nil {
+			t.Fatal(err)
+		}
+		made = append(made, f)
+	}
+	page, more, err := files.List(ctx, "dc_a", "acct_1", false, listing.Params{Limit: 10})
+	if err != nil || more || len(page) != 2 || page[0].ID() != made[1].ID() || page[1].ID() != made[0].ID() {
+		t.Fatalf("list: %v %v", page, err)
+	}
+	if got, err := files.Get(ctx, made[0].ID(), "dc_a", "acct_1", false); err != nil || fmt.Sprintf("%+v", got.State()) != fmt.Sprintf("%+v", made[0].State()) {
+		t.Fatalf("get: %v", err)
+	}
+	for _, wrong := range []struct {
+		c, account string
+		live       bool
+	}{{"dc_b", "acct_1", false}, {"dc_a", "acct_2", false}, {"dc_a", "acct_1", true}} {
+		if _, err := files.Get(ctx, made[0].ID(), wrong.c, wrong.account, wrong.live); !errors.Is(err, domain.ErrFileNotFound) {
+			t.Errorf("%v reads the file: %v", wrong, err)
+		}
+	}
+}
+
+// TestContents: the GridFS layout on this store: bytes up and back, intact, across several
+// chunks and writes of every size; nothing readable before Commit; Abort and Delete leave
+// nothing; and the driver's own GridFSBucket reads and deletes what was written.
+func TestContents(t *testing.T) {
+	db := servicetest.Store(t)
+	c := mongo.NewContents(db.Database())
+	ctx := t.Context()
+	if err := c.EnsureIndexes(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.EnsureIndexes(ctx); err != nil { // at every start
+		t.Fatal(err)
+	}
+	meta := app.ContentMeta{Account: "acct_1", Case: "dc_1", Filename: "x.pdf", ContentType: domain.TypePDF}
+	put := func(id string, body []byte, piece int) {
+		t.Helper()
+		w, err := c.Create(ctx, id, meta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for off := 0; off < len(body); off += piece {
+			if _, err := w.Write(body[off:min(off+piece, len(body))]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, _, err := c.Open(ctx, id); !errors.Is(err, domain.ErrFileNotFound) {
+			t.Fatalf("%s readable before Commit: %v", id, err)
+		}
+		if err := w.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	get := func(id string) []byte {
+		t.Helper()
+		r, n, err := c.Open(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		got, err := io.ReadAll(r)
+		if err != nil || int64(len(got)) != n {
+			t.Fatalf("%s: read %d of %d: %v", id, len(got), n, err)
+		}
+		return got
+	}
+	bucket := db.Database().GridFSBucket(options.GridFSBucket().SetName(mongo.ContentsBucket))
+	for i, size := range []int{0, 1, mongo.ChunkSize, mongo.ChunkSize + 1, 4*mongo.ChunkSize - 1, 4 * mongo.ChunkSize, 3<<20 + 12345} {
+		body := make([]byte, size)
+		_, _ = rand.Read(body)
+		id := fmt.Sprintf("file_%d", i)
+		put(id, body, []int{1000, 100_000, 7 << 20}[i%3])
+		if got := get(id); !bytes.Equal(got, body) {
+			t.Fatalf("%d bytes: read back differs", size)
+		}
+		var viaDriver bytes.Buffer
+		if _, err := bucket.DownloadToStream(ctx, id, &viaDriver); err != nil || !bytes.Equal(viaDriver.Bytes(), body) {
+			t.Fatalf("%d bytes: the driver's bucket reads %d bytes, equal %v: %v", size, viaDriver.Len(), bytes.Equal(viaDriver.Bytes(), body), err)
+		}
+	}
+	if err := bucket.Delete(ctx, "file_6"); err != nil {
+		t.Fatalf("the driver's bucket deletes a file: %v", err)
+	}
+	aborted, err := c.Create(ctx, "file_aborted", meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = aborted.Write(make([]byte, 2<<20))
+	if err := aborted.Abort(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		if err := c.Delete(ctx, fmt.Sprintf("file_%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Delete(ctx, "file_never"); err != nil {
+		t.Fatalf("deleting what is not there: %v", err)
+	}
+	for _, coll := range []string{".chunks", ".files"} {
+		n, err := db.Database().Collection(mongo.ContentsBucket+coll).CountDocuments(context.WithoutCancel(ctx), bson.D{})
+		if err != nil || n != 0 {
+			t.Fatalf("%d documents left in %s after Abort and Delete: %v", n, coll, err)
+		}
+	}
+	if _, _, err := c.Open(ctx, "file_1"); !errors.Is(err, domain.ErrFileNotFound) {
+		t.Fatalf("deleted content: %v", err)
+	}
+}

@@ -1,0 +1,38 @@
+package app
+
+import (
+	"context"
+
+	"rentalplatform/libs/eventtype"
+	"rentalplatform/libs/ids"
+
+	"rentalplatform/collections-svc/internal/domain"
+)
+
+// RecordPayment is the client's input to RecordPayment; nil fields were not sent.
+type RecordPayment struct {
+	Amount    *int64
+	PaidAt    *string
+	Reference *string
+}
+
+// RecordPayment records a debt payment on the caller's case and lowers its remainder, in one
+// write with debt_payment.created and collection_case.updated (and collection_case.closed when
+// the payment clears the remainder). It returns the payment and the case as stored.
+func (s *Service) RecordPayment(ctx context.Context, caller Caller, id string, in RecordPayment) (domain.Payment, *domain.Case, error) {
+	var pay domain.Payment
+	c, err := s.change(ctx, caller, id, func(c *domain.Case) error {
+		var err error
+		pay, err = c.RecordPayment(domain.PaymentParams{
+			ID: s.IDs.New(ids.DebtPayment), Created: s.Now(), Amount: in.Amount, PaidAt: in.PaidAt, Reference: in.Reference,
+		})
+		if err != nil {
+			return err
+		}
+		return s.emit(c, eventtype.DebtPaymentCreated, c.Account(), c.Livemode(), s.cfg.RenderPayment(c, pay), &caller, nil)
+	})
+	if err != nil {
+		return domain.Payment{}, nil, err
+	}
+	return pay, c, nil
+}

@@ -1,0 +1,48 @@
+package docstore
+
+import "context"
+
+// Owned is a stored document that knows its owner: the account and mode every read and write
+// of an API object is scoped to.
+type Owned interface {
+	OwnedBy(account string, livemode bool) bool
+}
+
+// GetOwned reads the document id of the caller's (account, mode), or notFound(id) for one that
+// does not exist and one of another owner alike. It reads by _id alone (a primary-key read on
+// every store) and checks the owner in code: the owner of a document never changes, so
+// checking it after the read is as safe as filtering on it.
+func GetOwned[D Owned](ctx context.Context, docs *Collection[D], id, account string, livemode bool, notFound func(string) error) (D, error) {
+	d, err := docs.Get(ctx, id)
+	if err == nil && !d.OwnedBy(account, livemode) {
+		var zero D
+		return zero, notFound(id)
+	}
+	return d, err
+}
+
+// UpdateOwned is Update of a document of the caller's: it loads the aggregate the document
+// holds (load), applies fn, and stores the result in the document (store); a document of
+// another owner is notFound(id) and is not written. fn may run more than once (Update retries
+// on a conflict), so it only changes the aggregate it is given.
+func UpdateOwned[D Owned, A any](ctx context.Context, docs *Collection[D], id, account string, livemode bool,
+	notFound func(string) error, load func(D) A, store func(*D, A), fn func(A) error) (A, error) {
+	var out A
+	_, err := docs.Update(ctx, id, func(d *D) error {
+		if !(*d).OwnedBy(account, livemode) {
+			return notFound(id)
+		}
+		a := load(*d)
+		if err := fn(a); err != nil {
+			return err
+		}
+		out = a
+		store(d, a)
+		return nil
+	})
+	if err != nil {
+		var zero A
+		return zero, err
+	}
+	return out, nil
+}
