@@ -73,6 +73,7 @@ type stack struct {
 
 	gateway, admin, asynqmon string // base URLs
 	adminToken               string
+	versions                 map[string]string // program -> its image's version label
 }
 
 func newStack(t *testing.T) *stack {
@@ -260,8 +261,16 @@ func (s *stack) checkUsersFile() {
 func (s *stack) checkImages() {
 	for _, name := range slices.Concat(programs, helpers) {
 		ref := "rentalplatform/" + name + ":dev"
-		out := docker(s.t, "image", "inspect", "--format", "{{.Config.User}}|{{json .Config.Healthcheck.Test}}|{{.Size}}", ref)
-		parts := strings.SplitN(out, "|", 3)
+		out := docker(s.t, "image", "inspect", "--format",
+			`{{.Config.User}}|{{json .Config.Healthcheck.Test}}|{{.Size}}|{{index .Config.Labels "org.opencontainers.image.version"}}`, ref)
+		parts := strings.SplitN(out, "|", 4)
+		if len(parts) != 4 {
+			s.t.Fatalf("docker image inspect %s: %q", ref, out)
+		}
+		if s.versions == nil {
+			s.versions = map[string]string{}
+		}
+		s.versions[name] = parts[3]
 		if parts[0] != "65532:65532" {
 			s.t.Errorf("%s runs as %q, not as 65532:65532", ref, parts[0])
 		}
@@ -368,7 +377,12 @@ func (s *stack) metrics() {
 			t.Errorf("GET %s (%s): %d %s", u, p, code, lastLines(body, 5))
 			continue
 		}
-		want := []string{`target_info\{[^}]*deployment_environment_name="compose"`, `target_info\{[^}]*service_name="` + regexp.QuoteMeta(p) + `"`}
+		want := []string{`target_info\{[^}]*deployment_environment_name="compose"`, `target_info\{[^}]*service_name="` + regexp.QuoteMeta(p) + `"`,
+			// The build stamps the image's version into the binary (libs/telemetry.Version).
+			`target_info\{[^}]*service_version="` + regexp.QuoteMeta(s.versions[p]) + `"`}
+		if s.versions[p] == "" {
+			t.Errorf("%s: its image has no version label", p)
+		}
 		switch p {
 		case "gateway":
 			want = append(want, `(?m)^http_server_request_duration_seconds_count\{[^}]*service_name="gateway"[^}]*\} [1-9]`)
@@ -381,7 +395,7 @@ func (s *stack) metrics() {
 			}
 		}
 	}
-	t.Logf("metrics: every program's /metrics answers, deployment_environment_name=compose")
+	t.Logf("metrics: every program's /metrics answers, deployment_environment_name=compose, service_version of its image")
 }
 
 // readme runs the README's walkthrough, as written, against this platform: only the two

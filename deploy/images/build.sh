@@ -43,10 +43,12 @@ pkgs=()
 for p in "${programs[@]}"; do pkgs+=("${pkg[$p]}"); done
 # One go build for all: shared packages compile once. -trimpath keeps the build machine's paths
 # out of the binaries; -s -w drops the symbol tables (panics still print file:line).
-echo "images: go build ${programs[*]}"
-CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$out/bin/" "${pkgs[@]}"
-
+# The version (git describe) is the image's label and, stamped into the binary, the
+# service.version of every span and metric (libs/telemetry.Version).
 version=$(git describe --always --dirty 2>/dev/null || echo dev)
+echo "images: go build ${programs[*]} ($version)"
+CGO_ENABLED=0 go build -trimpath -ldflags="-s -w -X rentalplatform/libs/telemetry.buildVersion=$version" -o "$out/bin/" "${pkgs[@]}"
+
 for p in "${programs[@]}"; do
   bin="$out/bin/$p"
   # Static means no program interpreter (ld.so) in the ELF headers: scratch has none.

@@ -150,6 +150,7 @@ func TestOverlays(t *testing.T) {
 			checkNamespace(t, r, tc.namespace)
 			checkDeployments(t, r, tc.overlay, tc.wantImage)
 			checkConcurrency(t, r)
+			checkGoverningServices(t, r)
 			checkAutoscaling(t, r, tc.minReplicas)
 			checkNetworkPolicies(t, r, tc.namespace, defaultScraper)
 		})
@@ -478,6 +479,32 @@ func checkService(t *testing.T, r *rendered, d *appsv1.Deployment, c corev1.Cont
 	}
 	if !found {
 		t.Errorf("no Service selects the pods of %s", d.Name)
+	}
+}
+
+// checkGoverningServices: MongoDB's headless Service publishes its pod's name before the pod is
+// ready. The readiness probe itself initiates the replica set with the name mongodb-0.mongodb,
+// which rs.initiate refuses while it does not resolve, and cluster DNS resolves a headless
+// Service's pod names only once they are ready unless publishNotReadyAddresses is set. (Redis
+// is reached through its ClusterIP, which must route to ready pods alone.)
+func checkGoverningServices(t *testing.T, r *rendered) {
+	ss := r.statefulSets["mongodb"]
+	if ss == nil {
+		t.Fatal("no StatefulSet mongodb")
+	}
+	var gov *corev1.Service
+	for _, s := range r.services {
+		if s.Name == ss.Spec.ServiceName {
+			gov = s
+		}
+	}
+	switch {
+	case gov == nil:
+		t.Errorf("StatefulSet mongodb: no Service %q governs it", ss.Spec.ServiceName)
+	case gov.Spec.ClusterIP != corev1.ClusterIPNone:
+		t.Errorf("StatefulSet mongodb: Service %s is not headless", gov.Name)
+	case !gov.Spec.PublishNotReadyAddresses:
+		t.Errorf("StatefulSet mongodb: Service %s must publish not-ready addresses (the probe initiates the set with the pod's name)", gov.Name)
 	}
 }
 

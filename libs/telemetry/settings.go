@@ -66,11 +66,20 @@ func ParseResourceAttributes(s string) ([]attribute.KeyValue, error) {
 	return attrs, nil
 }
 
-// Version is service.version: the module version the program was built as (a tagged
-// `go install`), else the VCS revision the build recorded (with "-dirty" for uncommitted
-// changes), else "devel" (a build with -buildvcs=false, or a test binary). An image build
-// that knows better sets service.version through OTEL_RESOURCE_ATTRIBUTES.
+// buildVersion is stamped by the image build (deploy/images/build.sh: -ldflags -X
+// rentalplatform/libs/telemetry.buildVersion=<git describe>), the same version the image's
+// org.opencontainers.image.version label carries. It is the linker's to set, never written at
+// run time.
+var buildVersion string
+
+// Version is service.version: the version the image build stamped, else the module version the
+// program was built as (a tagged `go install`), else the VCS revision the build recorded (with
+// "-dirty" for uncommitted changes), else "devel" (a build with -buildvcs=false, or a test
+// binary). OTEL_RESOURCE_ATTRIBUTES=service.version=… still overrides it.
 func Version() string {
+	if buildVersion != "" {
+		return buildVersion
+	}
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
 		return "devel"

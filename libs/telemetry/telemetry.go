@@ -99,8 +99,8 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 	return t, nil
 }
 
-// newResource describes the process: service.name, service.version (the module version the
-// binary was built from, else its VCS revision), service.instance.id (random per start, so
+// newResource describes the process: service.name, service.version (Version: the image build's
+// stamp, else the module version or VCS revision), service.instance.id (random per start, so
 // replicas are told apart), deployment.environment.name, and the SDK's own attributes;
 // OTEL_RESOURCE_ATTRIBUTES last, winning over all of them.
 func newResource(cfg Config) (*resource.Resource, error) {
