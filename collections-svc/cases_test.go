@@ -234,6 +234,19 @@ func TestCases(t *testing.T) {
 		if got := names(list(fmt.Sprintf("created[gte]=%d&created[lte]=%d&status=paused", now-60, now+1))); got != "8 7 6" {
 			t.Errorf("created window = %s", got)
 		}
+		for _, tc := range []struct{ q, want string }{
+			// created bounds and creditor_reference with a cursor, both ways.
+			{fmt.Sprintf("created[gte]=%d&created[lte]=%d&limit=2&starting_after=%s", now-60, now+1, ids[4]), "3 2"},
+			{fmt.Sprintf("created[gte]=%d&limit=2&ending_before=%s", now-60, ids[4]), "6 5"},
+			{fmt.Sprintf("created[lte]=%d&debtor_type=company&limit=2&ending_before=%s", now+1, ids[2]), "6 4"},
+			{"creditor_reference=INV-7&limit=1&starting_after=" + ids[8], "4"},
+			{"creditor_reference=INV-7&limit=1&ending_before=" + ids[0], "4"},
+			{"creditor_reference=INV-7&limit=2&ending_before=" + ids[0], "8 4"},
+		} {
+			if got := names(list(tc.q)); got != tc.want {
+				t.Errorf("?%s = [%s]; want [%s]", tc.q, got, tc.want)
+			}
+		}
 		if got := names(list(fmt.Sprintf("created[gte]=%d", now+60))); got != "" {
 			t.Errorf("created in the future = %s", got)
 		}
@@ -369,6 +382,7 @@ func TestCases(t *testing.T) {
 				{http.MethodGet, "/v1/collection_cases/" + id, ""},
 				{http.MethodGet, "/v1/collection_cases/ref/" + ref, ""},
 				{http.MethodPost, "/v1/collection_cases/" + id + "/pause", ""},
+				{http.MethodPost, "/v1/collection_cases/" + id + "/resume", ""},
 				{http.MethodPost, "/v1/collection_cases/" + id + "/close", `{"close_code":"withdrawn"}`},
 				{http.MethodPost, "/v1/collection_cases/" + id + "/payments", `{"amount":1,"paid_at":"2026-11-01"}`},
 				{http.MethodGet, "/v1/collection_cases/" + id + "/payments", ""},

@@ -78,7 +78,9 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		},
 		UpstreamTimeout: r.Duration("UPSTREAM_TIMEOUT", 30*time.Second),
 		BodyLimit:       r.Bytes("BODY_LIMIT", 1<<20),
-		UploadBodyLimit: r.Bytes("UPLOAD_BODY_LIMIT", 32<<20),
+		// collections-svc's largest upload: a 25 MiB file and 1 MiB of form around it. The gateway
+		// refuses a longer body itself instead of streaming it to the service's 413.
+		UploadBodyLimit: r.Bytes("UPLOAD_BODY_LIMIT", 26<<20),
 		LogLevel:        r.LogLevel("LOG_LEVEL"),
 		ShutdownTimeout: r.Duration("SHUTDOWN_TIMEOUT", 10*time.Second),
 		Telemetry:       r.Telemetry(),

@@ -40,6 +40,12 @@ type env struct {
 
 func newEnv(t *testing.T, random func([]byte)) *env {
 	t.Helper()
+	return newEnvWith(t, random, func(c app.Contents) app.Contents { return c })
+}
+
+// newEnvWith is newEnv with the content store wrapped.
+func newEnvWith(t *testing.T, random func([]byte), wrap func(app.Contents) app.Contents) *env {
+	t.Helper()
 	db := servicetest.Store(t)
 	q := &outboxtest.Queue{}
 	relay := outboxtest.NewRelay(q)
@@ -47,7 +53,7 @@ func newEnv(t *testing.T, random func([]byte)) *env {
 	if err := cases.EnsureIndexes(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	svc := app.New(app.Deps{Cases: cases, Files: files, Contents: mongo.NewContents(db.Database()), IDs: ids.NewGenerator(nil), Random: random},
+	svc := app.New(app.Deps{Cases: cases, Files: files, Contents: wrap(mongo.NewContents(db.Database())), IDs: ids.NewGenerator(nil), Random: random},
 		app.Config{Partner: domain.Partner{Name: "P", Email: "p@example.com", Phone: "+15555550100", Site: "https://p.example.com"},
 			RenderCase: httpport.CaseObject, RenderFile: httpport.FileObject, RenderPayment: httpport.PaymentObject})
 	chunks := func() int64 {
@@ -300,6 +306,57 @@ func TestUploads(t *testing.T) {
 	if last := events[len(events)-1]; last.Type != eventtype.CaseFileCreated || last.Object["id"] != f.ID() {
 		t.Errorf("last event: %+v", last)
 	}
+}
+
+// TestContentLength: a download answers the stored bytes, and a record whose size the stored
+// content does not match is an error, never a response of the wrong length.
+func TestContentLength(t *testing.T) {
+	short := &shortContents{}
+	e := newEnvWith(t, nil, func(c app.Contents) app.Contents { short.Contents = c; return short })
+	ctx := t.Context()
+	c, err := e.svc.CreateCase(ctx, caller, createInput())
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, err := e.svc.BeginUpload(ctx, caller, c.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pdf := testfiles.PDF()
+	if err := up.File(ctx, "x.pdf", bytes.NewReader(pdf)); err != nil {
+		t.Fatal(err)
+	}
+	f, err := up.Commit(ctx, app.FileFields{DocumentType: ptr("demand_letter")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, r, err := e.svc.FileContent(ctx, caller, c.ID(), f.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(r)
+	_ = r.Close()
+	if err != nil || !bytes.Equal(b, pdf) || got.Size() != int64(len(pdf)) {
+		t.Fatalf("download: %d bytes, %v, record %d", len(b), err, got.Size())
+	}
+	short.lie = true
+	if _, r, err := e.svc.FileContent(ctx, caller, c.ID(), f.ID()); err == nil || r != nil || domainerr.As(err) != nil {
+		t.Fatalf("a length mismatch: %v (want an internal error, no reader)", err)
+	}
+}
+
+// shortContents reports one byte less than was stored once lie is set.
+type shortContents struct {
+	app.Contents
+	lie bool
+}
+
+func (s *shortContents) Open(ctx context.Context, id string) (io.ReadCloser, int64, error) {
+	r, n, err := s.Contents.Open(ctx, id)
+	if s.lie {
+		n--
+	}
+	return r, n, err
 }
 
 type errReader struct{}

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"io"
 
 	"rentalplatform/libs/ids"
@@ -31,9 +32,16 @@ func (s *Service) FileContent(ctx context.Context, caller Caller, caseID, fileID
 	if err != nil {
 		return nil, nil, err
 	}
-	r, _, err := s.Contents.Open(ctx, fileID)
+	r, n, err := s.Contents.Open(ctx, fileID)
 	if err != nil {
 		return nil, nil, err
+	}
+	// The answer's Content-Length is the record's size: stored bytes of another length would
+	// make a response that breaks off or overruns, so that is an error of the store, not a
+	// download.
+	if n != f.Size() {
+		_ = r.Close()
+		return nil, nil, fmt.Errorf("file %s: the stored content is %d bytes, its record says %d", fileID, n, f.Size())
 	}
 	return f, r, nil
 }

@@ -57,6 +57,15 @@ func TestSniffEdges(t *testing.T) {
 		{"headers never ended", "From: a@example.com\nSubject: x\n", "x", true, domain.TypeText},
 		{"zip with both kinds", string(append(testfiles.Office("word/document.xml"), testfiles.Office("xl/workbook.xml")...)), "x", true, ""},
 		{"big-endian TIFF", "MM\x00*\x00\x00\x00\x08", "x", true, domain.TypeTIFF},
+		{"HTML", "<!DOCTYPE html>\n<html><script>alert(1)</script></html>\n", "x.txt", true, ""},
+		{"HTML after blank lines", "\n\n  <HTML>\n<body>hi</body>", "x.txt", true, ""},
+		{"a script", "<script src=x></script>", "x.txt", true, ""},
+		{"XML", "<?xml version=\"1.0\"?><a/>", "x.txt", true, ""},
+		{"SVG", "<svg xmlns=\"http://www.w3.org/2000/svg\"/>", "x.txt", true, ""},
+		{"an HTML comment", "<!-- x -->", "x.txt", true, ""},
+		{"text that mentions a tag", "Use <b> for bold.\n", "x.txt", true, domain.TypeText},
+		{"text opening with an angle bracket", "<bank statement attached>\n", "x.txt", true, domain.TypeText},
+		{"CSV of markup-like cells", "a,<b>\n1,2\n", "x.csv", true, domain.TypeCSV},
 	} {
 		got, err := domain.Sniff([]byte(tc.body), tc.filename, tc.whole)
 		if (tc.want == "") != (err != nil) || got != tc.want {

@@ -68,6 +68,9 @@ func Sniff(head []byte, filename string, whole bool) (string, error) {
 	if len(text) == 0 {
 		return "", FileTypeUnsupported("an empty file")
 	}
+	if m := markup(text); m != "" {
+		return "", FileTypeUnsupported(m)
+	}
 	switch {
 	case looksLikeEmail(text):
 		return TypeEML, nil
@@ -75,6 +78,29 @@ func Sniff(head []byte, filename string, whole bool) (string, error) {
 		return TypeCSV, nil
 	}
 	return TypeText, nil
+}
+
+// markupTags are the openings a browser's content sniffing takes for HTML (the WHATWG MIME
+// Sniffing standard's list, which Go's http.DetectContentType follows), each followed by a
+// space or '>' there.
+var markupTags = []string{"<!doctype html", "<html", "<head", "<script", "<iframe", "<h1", "<div",
+	"<font", "<table", "<a", "<style", "<title", "<b", "<body", "<br", "<p", "<!--"}
+
+// markup names what text is when it opens as HTML, XML or SVG, else "". Such a file is text,
+// but not the plain text the issue accepts: served back, a browser that ignored the download's
+// nosniff would render it (and run its scripts), so it is refused like any other type.
+func markup(text []byte) string {
+	t := bytes.TrimLeft(text, " \t\r\n\f")
+	head := strings.ToLower(string(t[:min(len(t), 16)]))
+	if strings.HasPrefix(head, "<?xml") || strings.HasPrefix(head, "<svg") {
+		return "XML or SVG markup"
+	}
+	for _, tag := range markupTags {
+		if strings.HasPrefix(head, tag) && len(head) > len(tag) && (head[len(tag)] == ' ' || head[len(tag)] == '>') {
+			return "HTML markup"
+		}
+	}
+	return ""
 }
 
 // FileTypeUnsupported refuses a file by what its content was found to be.

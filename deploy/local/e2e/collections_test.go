@@ -14,6 +14,7 @@ import (
 	"mime/multipart"
 	"net/textproto"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -27,7 +28,7 @@ var collectionTypes = []string{
 	eventtype.CaseFileCreated, eventtype.DebtPaymentCreated,
 }
 
-// fileLimit is collections-svc's file limit (25 MiB; the gateway's upload limit is higher).
+// fileLimit is collections-svc's file limit (25 MiB; the gateway's upload limit is 1 MiB more).
 const fileLimit = 25 << 20
 
 func caseRequest(country, creditorRef string) map[string]any {
@@ -106,8 +107,10 @@ func TestCollectionCases(t *testing.T) {
 			t.Fatalf("after the last payment: %s", closed.Raw)
 		}
 
-		// A file, through the gateway's streamed upload route, to the closed case.
-		pdf := append([]byte("%PDF-1.7\n"), bytes.Repeat([]byte("evidence "), 300_000)...)
+		// A file of exactly the limit, through the gateway's streamed upload route, to the
+		// closed case, and back.
+		pdf := append([]byte("%PDF-1.7\n"), bytes.Repeat([]byte("evidence "), fileLimit/9)...)
+		pdf = append(pdf, bytes.Repeat([]byte{'.'}, fileLimit-len(pdf))...)
 		up := p.uploadFile(t, key, id, "statement.pdf", pdf, "creditor_documents")
 		if up.Status != 200 || up.Body["sha256"] != sha(pdf) || up.Body["size"] != float64(len(pdf)) || up.Body["content_type"] != "application/pdf" {
 			t.Fatalf("upload: %d %s", up.Status, up.Raw)
@@ -115,13 +118,17 @@ func TestCollectionCases(t *testing.T) {
 		fileID := str(up.Body["id"])
 		content := base + "/" + id + "/files/" + fileID + "/content"
 		down := callRaw(t, "GET", content, key, "", nil)
-		if down.Status != 200 || sha(down.Raw) != sha(pdf) || down.Header.Get("Content-Type") != "application/pdf" {
+		if down.Status != 200 || sha(down.Raw) != sha(pdf) || down.Header.Get("Content-Type") != "application/pdf" ||
+			down.Header.Get("Content-Length") != strconv.Itoa(fileLimit) {
 			t.Fatalf("download: %d, sha256 equal %v, %v", down.Status, sha(down.Raw) == sha(pdf), down.Header)
 		}
 		// Spoofed and oversize uploads are refused by the service, and the client gets the
 		// answer (the service reads the rest of what the gateway streams before it answers).
 		wantErr(t, p.uploadFile(t, key, id, "invoice.pdf", []byte("MZ\x90\x00\x03\x00\x00\x00 not a pdf"), "original_invoice"), 415, "file_type_unsupported", "file")
 		wantErr(t, p.uploadFile(t, key, id, "big.pdf", append([]byte("%PDF-1.7\n"), make([]byte, fileLimit)...), "original_invoice"), 413, "file_too_large", "file")
+		// A body over the gateway's upload limit (26 MiB: the file and 1 MiB of form) is
+		// refused there, before the service.
+		wantErr(t, p.uploadFile(t, key, id, "bigger.pdf", append([]byte("%PDF-1.7\n"), make([]byte, fileLimit+1<<20)...), "original_invoice"), 413, "body_too_large", "")
 		wantErr(t, p.uploadFile(t, key, id, "x.pdf", []byte("%PDF-1.7\n"), ""), 400, "parameter_missing", "document_type")
 
 		pays := []string{str(pay1.Body["id"]), str(pay2.Body["id"])}

@@ -47,8 +47,11 @@ func NewCases(db *docstore.DB, relay *outbox.Relay) *Cases {
 // newest first (_id descending); each filter has an index with its field between the two, so a
 // list with one filter reads only matching cases in order, and a list with several is served
 // by the most selective one (MongoDB's planner picks it) with the others checked on its
-// candidates. created bounds are a range on created (ids are time-ordered, so the cursor's
-// _id range agrees with it).
+// candidates. created bounds are a range on created: the created index finds the matches,
+// but its order is (created, _id), not the list's _id order, so MongoDB sorts those matches
+// (the limit + 1 newest kept, a top-k sort) unless the planner prefers walking
+// account_livemode_id newest first and checking created on each, which it does for recent
+// windows. Either is bounded by the window's size; docs/api.md says so.
 func CaseIndexes() []mongo.IndexModel {
 	idx := func(name string, fields ...string) mongo.IndexModel {
 		keys := bson.D{{Key: "account", Value: 1}, {Key: "livemode", Value: 1}}

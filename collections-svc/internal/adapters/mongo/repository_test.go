@@ -209,6 +209,11 @@ func TestCaseFilters(t *testing.T) {
 		{domain.CaseFilter{DebtorCountry: "FR"}, listing.Params{Limit: 2, StartingAfter: all[5].ID()}, "[3 1]"},
 		{domain.CaseFilter{DebtorCountry: "FR"}, listing.Params{Limit: 2, EndingBefore: all[1].ID()}, "[5 3]"},
 		{domain.CaseFilter{Status: domain.StatusPaused}, listing.Params{Limit: 1, EndingBefore: all[0].ID()}, "[6]"},
+		{domain.CaseFilter{}, listing.Params{CreatedGTE: &gte, CreatedLTE: &lte, Limit: 2, StartingAfter: all[5].ID()}, "[4 3]"},
+		{domain.CaseFilter{}, listing.Params{CreatedGTE: &gte, CreatedLTE: &lte, Limit: 2, EndingBefore: all[2].ID()}, "[4 3]"},
+		{domain.CaseFilter{DebtorCountry: "FR"}, listing.Params{CreatedGTE: &gte, Limit: 5, EndingBefore: all[1].ID()}, "[7 5 3]"},
+		{domain.CaseFilter{CreditorReference: "INV-X"}, listing.Params{Limit: 1, StartingAfter: all[4].ID()}, "[0]"},
+		{domain.CaseFilter{CreditorReference: "INV-X"}, listing.Params{Limit: 1, EndingBefore: all[0].ID()}, "[4]"},
 	} {
 		if got, _ := list(tc.f, tc.p); got != tc.want {
 			t.Errorf("List(%+v, %+v) = %s; want %s", tc.f, tc.p, got, tc.want)

@@ -136,7 +136,7 @@ func benchCaseList(ctx context.Context, api apiClient, n int, stdout io.Writer) 
 		slices.Sort(lat)
 		fmt.Fprintf(stdout, "    %-36s %d reads one at a time: p50 %s  p99 %s  max %s\n", run.name+":", reads, ms(pct(lat, 50)), ms(pct(lat, 99)), ms(lat[len(lat)-1]))
 	}
-	fmt.Fprintf(stdout, "    collection_cases: %d documents, all of this account; matches %d\n", n, matching(n))
+	fmt.Fprintf(stdout, "    collection_cases: %d documents, all of this account; %d of them created to match the filter (counted as created, not read back)\n", n, matching(n))
 	return nil
 }
 
@@ -231,7 +231,7 @@ func benchUploads(ctx context.Context, st *stack.Stack, api apiClient, uploads, 
 		fmt.Fprintf(stdout, "    %-30s %.0f MiB in %s: %.1f MiB/s; peak VmRSS %s (sampled), VmHWM %s\n",
 			run.name+":", total, took.Round(time.Millisecond), total/took.Seconds(), mibs(peak.max()), mibs(after.hwm))
 	}
-	fmt.Fprintf(stdout, "    case_file_contents: %d files in GridFS (255 KiB chunks)\n", 1+uploads)
+	fmt.Fprintf(stdout, "    case_file_contents: %d files uploaded to GridFS by this section (255 KiB chunks)\n", 1+uploads)
 	return nil
 }
 
