@@ -109,7 +109,7 @@ func TestCollectionCases(t *testing.T) {
 
 		// A file of exactly the limit, through the gateway's streamed upload route, to the
 		// closed case, and back.
-		pdf := append([]byte("%PDF-1.7\n"), bytes.Repeat([]byte("evidence "), fileLimit/9)...)
+		pdf := append([]byte("%PDF-1.7\n"), bytes.Repeat([]byte("evidence "), (fileLimit-9)/9)...)
 		pdf = append(pdf, bytes.Repeat([]byte{'.'}, fileLimit-len(pdf))...)
 		up := p.uploadFile(t, key, id, "statement.pdf", pdf, "creditor_documents")
 		if up.Status != 200 || up.Body["sha256"] != sha(pdf) || up.Body["size"] != float64(len(pdf)) || up.Body["content_type"] != "application/pdf" {
