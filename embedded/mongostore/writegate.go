@@ -104,6 +104,13 @@ func relay(ln net.Listener, upstream string) {
 // serve relays one client connection. A gated command takes its database's gate before it is
 // sent upstream; the gate is given back when the reply to that command (matched by responseTo)
 // has been relayed, or when either side goes away.
+//
+// Gates are kept by the request id they were taken for, not as "the" gate of the connection: a
+// client reads a reply before the relay has given its gate back, and may send its next command
+// at once. When that command writes another database, it takes that database's gate while the
+// first is still held; with one slot per connection the new gate took the slot and the old one
+// was never given back, and every later write of its database waited forever (seen once a
+// service wrote two databases on one connection: payments-svc and its simulator's ledger).
 func serve(client net.Conn, upstream string, gates *writeGates) {
 	defer client.Close()
 	server, err := net.Dial("tcp", upstream)
@@ -111,14 +118,15 @@ func serve(client net.Conn, upstream string, gates *writeGates) {
 		return
 	}
 	var mu sync.Mutex
-	var held chan struct{} // the gate this connection holds, if any
-	var heldFor int32      // the requestID whose reply gives it back
+	held := map[int32]chan struct{}{} // gate taken, by the requestID whose reply gives it back
 	release := func(responseTo int32, always bool) {
 		mu.Lock()
 		defer mu.Unlock()
-		if held != nil && (always || responseTo == heldFor) {
-			<-held
-			held = nil
+		for id, g := range held {
+			if always || id == responseTo {
+				<-g
+				delete(held, id)
+			}
 		}
 	}
 	done := make(chan struct{})
@@ -158,7 +166,7 @@ func serve(client net.Conn, upstream string, gates *writeGates) {
 				return
 			}
 			mu.Lock()
-			held, heldFor = g, int32(binary.LittleEndian.Uint32(msg[4:8]))
+			held[int32(binary.LittleEndian.Uint32(msg[4:8]))] = g
 			mu.Unlock()
 		}
 		if _, err := server.Write(msg); err != nil {

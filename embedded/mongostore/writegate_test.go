@@ -1,8 +1,11 @@
 package mongostore
 
 import (
+	"bufio"
 	"encoding/binary"
+	"net"
 	"testing"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
@@ -67,4 +70,81 @@ func FuzzGatedWrite(f *testing.F) {
 	f.Fuzz(func(t *testing.T, msg []byte) {
 		gatedWrite(msg)
 	})
+}
+
+// TestGateHandOverAcrossDatabases: a client that writes one database and then, before the relay
+// has given that gate back, another (here: the second command sent before the first reply is
+// read) must not leave the first gate taken. The relay kept one gate per connection, so the
+// second overwrote the first, which was never given back: every later write of that database
+// waited forever.
+func TestGateHandOverAcrossDatabases(t *testing.T) {
+	upstream, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer upstream.Close()
+	go func() { // answers every command with {ok: 1}, in order
+		for {
+			c, err := upstream.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				r := bufio.NewReader(c)
+				for {
+					msg, err := readMessage(r)
+					if err != nil {
+						return
+					}
+					reply := buildOpMsg(t, 0, bson.D{{Key: "ok", Value: 1}}, false)
+					copy(reply[8:12], msg[4:8]) // responseTo
+					if _, err := c.Write(reply); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go relay(ln, upstream.Addr().String())
+	defer ln.Close()
+
+	write := func(db string, id uint32) []byte {
+		m := buildOpMsg(t, 0, bson.D{{Key: "insert", Value: "c"}, {Key: "$db", Value: db}}, false)
+		binary.LittleEndian.PutUint32(m[4:8], id)
+		return m
+	}
+	dial := func() (net.Conn, *bufio.Reader) {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+		return c, bufio.NewReader(c)
+	}
+	c1, r1 := dial()
+	defer c1.Close()
+	if _, err := c1.Write(append(write("a", 1), write("b", 2)...)); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		if _, err := readMessage(r1); err != nil {
+			t.Fatalf("reply %d: %v", i+1, err)
+		}
+	}
+	// Both gates are free again: another connection writes each database.
+	c2, r2 := dial()
+	defer c2.Close()
+	for i, db := range []string{"a", "b", "a"} {
+		if _, err := c2.Write(write(db, uint32(10+i))); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := readMessage(r2); err != nil {
+			t.Fatalf("write %d to %s after the hand-over: %v (its gate was never given back)", i+1, db, err)
+		}
+	}
 }
