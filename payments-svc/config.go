@@ -33,6 +33,10 @@ type Config struct {
 	// an attempt that late is queued again.
 	ReconcileInterval   time.Duration
 	OutboxRelayInterval time.Duration
+	// SimulatorDatabase holds the test-mode processor's ledger: the simulator stands where an
+	// external processor would, so its records are not in the service's own database (and on
+	// the embedded store its writes do not queue behind the service's).
+	SimulatorDatabase string
 }
 
 // claimTTL is how long after an attempt claimed a request its claim is taken for abandoned.
@@ -50,6 +54,7 @@ func loadConfig(getenv config.Getenv) (Config, error) {
 		AdvanceWait:         r.Duration("PAYMENTS_ADVANCE_WAIT", 10*time.Second),
 		ReconcileInterval:   r.Duration("PAYMENTS_RECONCILE_INTERVAL", 30*time.Second),
 		OutboxRelayInterval: r.Duration("OUTBOX_RELAY_INTERVAL", time.Second),
+		SimulatorDatabase:   r.String("PAYMENTS_SIMULATOR_DATABASE", base.MongoDatabase+"_simulator"),
 	}
 	errs := []error{baseErr, r.Err()}
 	if _, err := asynqx.RedisOpt(cfg.RedisURL); err != nil {

@@ -68,7 +68,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	svc := app.New(app.Deps{
 		Agreements: agreements,
 		Requests:   requests,
-		Test:       simulator.New(rt.Store, time.Now),
+		Test:       simulator.New(rt.Store.Sibling(cfg.SimulatorDatabase), time.Now),
 		Scheduler:  scheduler,
 		Outcomes:   outcomes,
 		Now:        time.Now,

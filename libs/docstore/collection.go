@@ -76,7 +76,7 @@ func NewCollection[T any](db *DB, name string, opts Options) *Collection[T] {
 	}
 	if c.relay != nil {
 		if db.strategy.tracksPending() {
-			c.pending = newPendingIndex()
+			c.pending = newPendingIndex(db.db.Collection(markCollection), name, opts.Now)
 		}
 		c.relay.Add(c) // the relay may sweep the collection at once: it is complete by now
 	}
@@ -219,15 +219,22 @@ func (c *Collection[T]) InsertAll(ctx context.Context, docs []T) ([]bool, error)
 	}
 	raws := make([]bson.Raw, len(docs))
 	boxes := make([][]outbox.Doc, len(docs))
+	var stamp int64 // one for the whole insert: its documents are stored together
 	for i := range docs {
 		m := metaOf(&docs[i])
 		box, err := c.entries(ctx, m.raised)
 		if err != nil {
 			return nil, err
 		}
-		m.raised, m.Version, m.Outbox, m.OutboxSince = nil, 1, box, nil
+		m.raised, m.Version, m.Outbox, m.OutboxSince, m.OutboxStamp = nil, 1, box, nil, 0
 		if len(box) > 0 {
-			m.OutboxSince = TimePtr(c.opts.Now())
+			if stamp == 0 {
+				if stamp, err = c.pending.stamp(ctx); err != nil {
+					return nil, err
+				}
+				defer c.pending.done(stamp)
+			}
+			m.OutboxSince, m.OutboxStamp = TimePtr(c.opts.Now()), stamp
 		}
 		if raws[i], err = bson.Marshal(&docs[i]); err != nil {
 			return nil, fmt.Errorf("encode %s %s: %w", c.coll.Name(), m.ID, err)
@@ -236,13 +243,13 @@ func (c *Collection[T]) InsertAll(ctx context.Context, docs []T) ([]bool, error)
 	}
 	created := make([]bool, len(docs))
 	for i, err := range c.w.insert(ctx, raws) {
-		id := metaOf(&docs[i]).ID
+		m := metaOf(&docs[i])
 		switch {
 		case err == nil:
 			created[i] = true
-			c.remember(id, raws[i])
-			c.pending.note(id, metaOf(&docs[i]).OutboxSince)
-			c.dispatch(ctx, id, boxes[i])
+			c.remember(m.ID, raws[i])
+			c.pending.note(m.ID, m.OutboxSince, m.OutboxStamp)
+			c.dispatch(ctx, m.ID, boxes[i])
 		case mongo.IsDuplicateKeyError(err):
 		default:
 			return nil, fmt.Errorf("insert into %s: %w", c.coll.Name(), err)
@@ -266,19 +273,13 @@ func (c *Collection[T]) entries(ctx context.Context, raised []events.Event) ([]o
 	return out, nil
 }
 
-// dispatch hands the events a write just stored to the relay's fast path. On MongoDB, where
-// other processes' relays read the same outboxes, the fast path clears them once published;
-// on the embedded store the aggregate's next write drops them, or the relay's sweep clears
-// them, without a write of their own.
+// dispatch hands the events a write just stored to the relay's fast path, which clears them
+// once published (Clear: on MongoDB a write, on the embedded store only in memory).
 func (c *Collection[T]) dispatch(ctx context.Context, id string, box []outbox.Doc) {
 	if len(box) == 0 || c.relay == nil {
 		return
 	}
-	var clear func(context.Context) error
-	if c.strategy.clearsOnPublish() {
-		clear = func(ctx context.Context) error { return c.Clear(ctx, id, box) }
-	}
-	c.relay.Dispatch(ctx, box, clear)
+	c.relay.Dispatch(ctx, box, func(ctx context.Context) error { return c.Clear(ctx, id, box) })
 }
 
 // Delete removes the document at once, whatever its outbox holds. It is for undoing an Insert
@@ -287,7 +288,7 @@ func (c *Collection[T]) dispatch(ctx context.Context, id string, box []outbox.Do
 func (c *Collection[T]) Delete(ctx context.Context, id string) error {
 	_, err := c.coll.DeleteOne(ctx, byID(id))
 	c.forget(id)
-	c.pending.note(id, nil)
+	c.pending.note(id, nil, 0)
 	if err != nil {
 		return fmt.Errorf("delete %s %s: %w", c.coll.Name(), id, err)
 	}
@@ -300,7 +301,6 @@ func (c *Collection[T]) DeleteMany(ctx context.Context, filter bson.D) (int64, e
 	if c.cache != nil {
 		c.cache.Clear()
 	}
-	c.pending.unprime()
 	if err != nil {
 		return 0, fmt.Errorf("delete from %s: %w", c.coll.Name(), err)
 	}

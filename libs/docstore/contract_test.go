@@ -113,6 +113,36 @@ func (e *env) stored(t *testing.T, id string) (account, bool) {
 	return a, true
 }
 
+// settled checks that none of the document's events is left to publish. On MongoDB its outbox
+// is empty. On the embedded store the published entries stay stored until the document's next
+// write (no write of their own clears them), so the check is what they would cause: the
+// collection no longer counts the document pending, and a next process, once this one's relay
+// has swept (which stores the published mark), publishes none of them again.
+func (e *env) settled(t *testing.T, s strategy, id string) {
+	t.Helper()
+	ctx := t.Context()
+	if e.db.MultiProcess() {
+		if st, _ := e.stored(t, id); len(st.Outbox) != 0 || st.OutboxSince != nil {
+			t.Fatalf("left in the outbox: %v (since %v)", outboxIDs(st), st.OutboxSince)
+		}
+		return
+	}
+	pending, err := e.coll.Pending(ctx, time.Now().Add(time.Hour), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range pending {
+		if b.AggregateID == id {
+			t.Fatalf("still pending: %v", b.Docs)
+		}
+	}
+	e.relay.Sweep(ctx)
+	next := newEnv(t, s, e.client, 0)
+	if n := next.relay.Sweep(ctx); n != 0 {
+		t.Fatalf("the next process published %d events again: %v", n, next.queue.IDs())
+	}
+}
+
 func outboxIDs(a account) []string {
 	var out []string
 	for _, d := range a.Outbox {
@@ -222,7 +252,7 @@ func TestUpdateOfAnUnversionedDocument(t *testing.T) {
 }
 
 // 64 writers of one document: no update is lost, and the event each raised is in the outbox
-// exactly once; then published exactly once, and the outbox ends empty.
+// exactly once; then published exactly once, and none is left to publish.
 func TestConcurrentWritersOfOneDocument(t *testing.T) {
 	eachStrategy(t, func(t *testing.T, s strategy) {
 		for _, cache := range []int{0, 100} {
@@ -253,12 +283,12 @@ func TestConcurrentWritersOfOneDocument(t *testing.T) {
 				}
 				wg.Wait()
 				e.relay.Wait()
-				s, _ := e.stored(t, "acc_1")
-				if s.Balance != writers {
-					t.Fatalf("balance %d after %d increments: updates were lost", s.Balance, writers)
+				st, _ := e.stored(t, "acc_1")
+				if st.Balance != writers {
+					t.Fatalf("balance %d after %d increments: updates were lost", st.Balance, writers)
 				}
 				slices.Sort(raised)
-				if got := slices.Sorted(slices.Values(outboxIDs(s))); !slices.Equal(got, raised) {
+				if got := slices.Sorted(slices.Values(outboxIDs(st))); !slices.Equal(got, raised) {
 					t.Fatalf("outbox holds %d events (%v), want each of the %d raised exactly once", len(got), got, writers)
 				}
 				e.queue.SetDown(false)
@@ -267,9 +297,10 @@ func TestConcurrentWritersOfOneDocument(t *testing.T) {
 				if !slices.Equal(all, raised) || len(twice) > 0 {
 					t.Fatalf("published %d (twice: %v), want the %d raised", len(all), twice, writers)
 				}
-				if s, _ := e.stored(t, "acc_1"); len(s.Outbox) != 0 || s.OutboxSince != nil || s.Balance != writers {
-					t.Fatalf("after the sweep: %+v", s)
+				if st, _ := e.stored(t, "acc_1"); st.Balance != writers {
+					t.Fatalf("after the sweep: %+v", st)
 				}
+				e.settled(t, s, "acc_1")
 			})
 		}
 	})
@@ -347,15 +378,16 @@ func TestRelayAfterACrashBetweenWriteAndPublish(t *testing.T) {
 		if n := next.relay.Sweep(ctx); n != 0 {
 			t.Fatalf("a second sweep published %d", n)
 		}
-		if s, _ := next.stored(t, "acc_1"); len(s.Outbox) != 0 || s.OutboxSince != nil || s.Balance != 2 {
-			t.Fatalf("after the sweep: %+v", s)
+		if st, _ := next.stored(t, "acc_1"); st.Balance != 2 {
+			t.Fatalf("after the sweep: %+v", st)
 		}
+		next.settled(t, s, "acc_1")
 	})
 }
 
-// The fast path publishes what a write raised; whether it clears the entries at once (MongoDB)
-// or leaves them to the next write and the relay (embedded store), each is published once and
-// none is left behind.
+// The fast path publishes what a write raised and clears it, by a write (MongoDB) or in memory
+// (the embedded store, where the entries stay stored until the next write drops them); each
+// is published once and none is left behind.
 func TestFastPath(t *testing.T) {
 	eachStrategy(t, func(t *testing.T, s strategy) {
 		e := newEnv(t, s, testkit.MongoDatabase(t), 0)
@@ -389,10 +421,107 @@ func TestFastPath(t *testing.T) {
 		if !slices.Equal(all, []string{first.ID, second.ID}) || len(twice) > 0 {
 			t.Fatalf("published %v (twice %v)", all, twice)
 		}
-		if s, _ := e.stored(t, "acc_1"); len(s.Outbox) != 0 || s.OutboxSince != nil {
-			t.Fatalf("left after the sweep: %v", outboxIDs(s))
+		e.settled(t, s, "acc_1")
+	})
+}
+
+// On the embedded store a published event costs no write of its own: the fast path's clear
+// leaves the stored document as it is (the same version), the document is no longer pending,
+// and its next write drops the entry. On MongoDB the clear is a write.
+func TestPublishedEntriesWaitForTheNextWrite(t *testing.T) {
+	eachStrategy(t, func(t *testing.T, s strategy) {
+		e := newEnv(t, s, testkit.MongoDatabase(t), 10)
+		ctx := t.Context()
+		created := e.event(t, "acc_1")
+		a := account{Meta: docstore.Meta{ID: "acc_1"}}
+		a.Raise(created)
+		if _, err := e.coll.Insert(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		e.relay.Wait()
+		st, _ := e.stored(t, "acc_1")
+		if e.db.MultiProcess() {
+			if st.Version != 2 || len(st.Outbox) != 0 {
+				t.Fatalf("after the fast path: version %d, outbox %v; want cleared by a write", st.Version, outboxIDs(st))
+			}
+		} else if st.Version != 1 || !slices.Equal(outboxIDs(st), []string{created.ID}) || st.OutboxStamp == 0 {
+			t.Fatalf("after the fast path: version %d, outbox %v, stamp %d; want the insert as stored", st.Version, outboxIDs(st), st.OutboxStamp)
+		}
+		if pending, err := e.coll.Pending(ctx, time.Now().Add(time.Hour), 10); err != nil || len(pending) != 0 {
+			t.Fatalf("pending after the fast path: %+v, %v", pending, err)
+		}
+		if _, err := e.coll.Update(ctx, "acc_1", func(a *account) error { a.Balance = 1; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if st, _ := e.stored(t, "acc_1"); len(st.Outbox) != 0 || st.OutboxSince != nil || st.OutboxStamp != 0 {
+			t.Fatalf("the next write kept %v (since %v, stamp %d)", outboxIDs(st), st.OutboxSince, st.OutboxStamp)
+		}
+		if n := e.relay.Sweep(ctx); n != 0 || len(e.queue.Repeated()) > 0 {
+			t.Fatalf("the sweep published %d again", n)
 		}
 	})
+}
+
+// The published mark a process stores covers what it published, across a restart: the next
+// process neither publishes those entries again nor keeps them at the document's next write.
+// It never passes an entry that is not published: one written while the queue was down, and
+// still waiting when the mark was stored, is published by the next process.
+func TestPublishedMarkAcrossARestart(t *testing.T) {
+	eachStrategy(t, func(t *testing.T, s strategy) {
+		raw := testkit.MongoDatabase(t)
+		first := newEnv(t, s, raw, 10)
+		ctx := t.Context()
+		insert := func(e *env, id string) events.Event {
+			ev := e.event(t, id)
+			a := account{Meta: docstore.Meta{ID: id}}
+			a.Raise(ev)
+			if _, err := e.coll.Insert(ctx, a); err != nil {
+				t.Fatal(err)
+			}
+			e.relay.Wait()
+			return ev
+		}
+		insert(first, "acc_early")
+		first.queue.SetDown(true)
+		waiting := insert(first, "acc_waiting") // the fast path fails: left to the relay
+		first.queue.SetDown(false)
+		insert(first, "acc_late")
+		// One sweep pass that publishes nothing (no entry is older than the cutoff) but stores
+		// the mark, as a sweep does every relay interval.
+		if _, err := first.coll.Pending(ctx, time.Time{}, 10); err != nil {
+			t.Fatal(err)
+		}
+
+		next := newEnv(t, s, raw, 10)
+		next.relay.Sweep(ctx)
+		got := next.queue.IDs()
+		if !slices.Contains(got, waiting.ID) {
+			t.Fatalf("the next process published %v, not the event still waiting (%s)", got, waiting.ID)
+		}
+		// acc_late was published after the waiting event was written, so the mark (which stops
+		// at the oldest waiting write) does not cover it: publishing it again is allowed.
+		for _, id := range got {
+			if id != waiting.ID && !slices.Contains(outboxIDs(mustStored(t, next, "acc_late")), id) {
+				t.Fatalf("the next process published %s again, which the mark covers", id)
+			}
+		}
+		if _, err := next.coll.Update(ctx, "acc_early", func(a *account) error { a.Balance = 1; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if st := mustStored(t, next, "acc_early"); len(st.Outbox) != 0 {
+			t.Fatalf("the next process's write kept %v, which the mark covers", outboxIDs(st))
+		}
+		next.settled(t, s, "acc_waiting")
+	})
+}
+
+func mustStored(t *testing.T, e *env, id string) account {
+	t.Helper()
+	a, ok := e.stored(t, id)
+	if !ok {
+		t.Fatalf("%s is not stored", id)
+	}
+	return a
 }
 
 // Clear removes the given entries and leaves events appended meanwhile.
@@ -412,18 +541,25 @@ func TestClearKeepsEventsAppendedMeanwhile(t *testing.T) {
 		if err := e.coll.Clear(ctx, "acc_1", st.Outbox[:1]); err != nil {
 			t.Fatal(err)
 		}
-		if s, _ := e.stored(t, "acc_1"); !slices.Equal(outboxIDs(s), []string{second.ID}) || s.OutboxSince == nil {
-			t.Fatalf("after clearing the first of two: %v since %v", outboxIDs(s), s.OutboxSince)
+		if e.db.MultiProcess() {
+			if s, _ := e.stored(t, "acc_1"); !slices.Equal(outboxIDs(s), []string{second.ID}) || s.OutboxSince == nil {
+				t.Fatalf("after clearing the first of two: %v since %v", outboxIDs(s), s.OutboxSince)
+			}
+		}
+		pending, err := e.coll.Pending(ctx, time.Now(), 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pending) != 1 || !slices.Contains(outboxIDs(account{Meta: docstore.Meta{Outbox: pending[0].Docs}}), second.ID) {
+			t.Fatalf("after clearing the first of two, pending: %+v", pending)
 		}
 		if err := e.coll.Clear(ctx, "acc_1", st.Outbox[1:]); err != nil {
 			t.Fatal(err)
 		}
-		if s, _ := e.stored(t, "acc_1"); len(s.Outbox) != 0 || s.OutboxSince != nil {
-			t.Fatalf("after clearing both: %v since %v", outboxIDs(s), s.OutboxSince)
-		}
 		if pending, _ := e.coll.Pending(ctx, time.Now(), 10); len(pending) != 0 {
 			t.Fatalf("still pending: %+v", pending)
 		}
+		e.settled(t, s, "acc_1")
 	})
 }
 
@@ -724,6 +860,112 @@ func TestReadRacingAWriteKeepsTheNewerCopy(t *testing.T) {
 		docstore.RememberRead(e.coll, "acc_1", oldRaw)
 		if got, err := e.coll.Cached(ctx, "acc_1"); err != nil || got.Balance != 7 || got.Version != 2 {
 			t.Fatalf("cache after a late read of version 1 = %+v, %v; want version 2", got, err)
+		}
+	})
+}
+
+// Bracket: before, work, after. Work that ends at once has before and after stored by one
+// write on the embedded store (two on MongoDB), their events published in order; a failure of
+// any step stores what it says.
+func TestBracket(t *testing.T) {
+	eachStrategy(t, func(t *testing.T, s strategy) {
+		e := newEnv(t, s, testkit.MongoDatabase(t), 10)
+		ctx := t.Context()
+		for _, id := range []string{"acc_ok", "acc_work_fails", "acc_before_fails", "acc_after_fails"} {
+			if _, err := e.coll.Insert(ctx, account{Meta: docstore.Meta{ID: id}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		claimed, recorded := e.event(t, "acc_ok"), e.event(t, "acc_ok")
+		before := func(ev events.Event) func(*account) error {
+			return func(a *account) error { a.Owner = "claimed"; a.Raise(ev); return nil }
+		}
+		var sawClaim bool
+		got, err := e.coll.Bracket(ctx, "acc_ok", before(claimed),
+			func(_ context.Context, a account) error { sawClaim = a.Owner == "claimed"; return nil },
+			func(a *account) error { a.Balance = 10; a.Raise(recorded); return nil })
+		if err != nil || got.Balance != 10 || got.Owner != "claimed" || !sawClaim {
+			t.Fatalf("Bracket = %+v, %v (work saw the claim: %v)", got, err, sawClaim)
+		}
+		e.relay.Wait()
+		want := int64(2) // the insert and one write
+		if e.db.MultiProcess() {
+			want = 3
+		}
+		if st := mustStored(t, e, "acc_ok"); st.Version < want || st.Balance != 10 {
+			t.Fatalf("stored version %d balance %d; want version %d", st.Version, st.Balance, want)
+		} else if !e.db.MultiProcess() && st.Version != want {
+			t.Fatalf("stored by %d writes, want one", st.Version-1)
+		}
+		if ids := e.queue.IDs(); !slices.Contains(ids, claimed.ID) || !slices.Contains(ids, recorded.ID) {
+			t.Fatalf("published %v", ids)
+		}
+
+		boom := errors.New("boom")
+		if _, err := e.coll.Bracket(ctx, "acc_work_fails", before(e.event(t, "x")),
+			func(context.Context, account) error { return boom },
+			func(*account) error { t.Error("after ran after work failed"); return nil }); !errors.Is(err, boom) {
+			t.Fatalf("work failing: %v", err)
+		}
+		if st := mustStored(t, e, "acc_work_fails"); st.Owner != "claimed" {
+			t.Fatalf("before not stored when work failed: %+v", st)
+		}
+
+		if _, err := e.coll.Bracket(ctx, "acc_before_fails", func(*account) error { return boom },
+			func(context.Context, account) error { t.Error("work ran after before failed"); return nil },
+			func(*account) error { return nil }); !errors.Is(err, boom) {
+			t.Fatalf("before failing: %v", err)
+		}
+		if st := mustStored(t, e, "acc_before_fails"); st.Version != 1 {
+			t.Fatalf("stored when before failed: %+v", st)
+		}
+
+		if _, err := e.coll.Bracket(ctx, "acc_after_fails", before(e.event(t, "x")),
+			func(context.Context, account) error { return nil },
+			func(a *account) error { a.Balance = 99; return boom }); !errors.Is(err, boom) {
+			t.Fatalf("after failing: %v", err)
+		}
+		if st := mustStored(t, e, "acc_after_fails"); st.Owner != "claimed" || st.Balance != 0 {
+			t.Fatalf("after failing: stored %+v; want before alone", st)
+		}
+		if _, err := e.coll.Bracket(ctx, "acc_missing", func(*account) error { return nil },
+			func(context.Context, account) error { return nil }, func(*account) error { return nil }); !errors.Is(err, errNoAccount) {
+			t.Fatalf("Bracket of a missing document: %v", err)
+		}
+	})
+}
+
+// Work that takes long has before stored first and the document released: another writer
+// goes on while work runs, sees before's change, and after is applied to what it left.
+func TestBracketWithLongWork(t *testing.T) {
+	eachStrategy(t, func(t *testing.T, s strategy) {
+		e := newEnv(t, s, testkit.MongoDatabase(t), 10)
+		ctx := t.Context()
+		if _, err := e.coll.Insert(ctx, account{Meta: docstore.Meta{ID: "acc_1"}}); err != nil {
+			t.Fatal(err)
+		}
+		started, release := make(chan struct{}), make(chan struct{})
+		result := make(chan error, 1)
+		go func() {
+			_, err := e.coll.Bracket(ctx, "acc_1", func(a *account) error { a.Owner = "claimed"; return nil },
+				func(context.Context, account) error { close(started); <-release; return nil },
+				func(a *account) error { a.Balance += 10; return nil })
+			result <- err
+		}()
+		<-started
+		var seen string
+		if _, err := e.coll.Update(ctx, "acc_1", func(a *account) error { seen = a.Owner; a.Balance++; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if seen != "claimed" {
+			t.Fatalf("a writer during the work saw owner %q, not before's change", seen)
+		}
+		close(release)
+		if err := <-result; err != nil {
+			t.Fatal(err)
+		}
+		if st := mustStored(t, e, "acc_1"); st.Balance != 11 || st.Owner != "claimed" {
+			t.Fatalf("stored %+v; want both changes", st)
 		}
 	})
 }

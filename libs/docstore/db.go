@@ -37,6 +37,12 @@ func Open(ctx context.Context, db *mongo.Database) (*DB, error) {
 	return &DB{db: db, strategy: mongoDB{}}, nil
 }
 
+// Sibling returns another database of the same server (and client), with the same strategy:
+// for data a service keeps apart from its own, such as a simulated external system's.
+func (d *DB) Sibling(name string) *DB {
+	return &DB{db: d.db.Client().Database(name), strategy: d.strategy}
+}
+
 // Database is the database itself, for what is not an aggregate (the adapter's own queries
 // and collections).
 func (d *DB) Database() *mongo.Database { return d.db }
@@ -52,16 +58,14 @@ type strategy interface {
 	writer(coll *mongo.Collection) writer
 	// multiProcess: see DB.MultiProcess.
 	multiProcess() bool
-	// clearsOnPublish reports whether the fast path clears what it published at once, rather
-	// than leaving it to the aggregate's next write and the relay's sweep.
-	clearsOnPublish() bool
 	// createsIndex reports whether an index is worth creating: one queries can use, or a unique
 	// one (which every server enforces).
 	createsIndex(unique bool) bool
 	// ttlIndexes reports whether the server expires documents by a TTL index.
 	ttlIndexes() bool
 	// tracksPending reports whether the collections keep in memory which documents' outboxes
-	// hold events (pending.go): only where one process owns the data.
+	// hold events (pending.go) and clear published ones there, leaving them stored until the
+	// document's next write (marks.go): only where one process owns the data.
 	tracksPending() bool
 }
 
@@ -78,7 +82,6 @@ type writer interface {
 type mongoDB struct{}
 
 func (mongoDB) multiProcess() bool            { return true }
-func (mongoDB) clearsOnPublish() bool         { return true }
 func (mongoDB) createsIndex(unique bool) bool { return true }
 func (mongoDB) ttlIndexes() bool              { return true }
 func (mongoDB) tracksPending() bool           { return false }
@@ -97,7 +100,6 @@ func (mongoDB) writer(coll *mongo.Collection) writer {
 type embedded struct{}
 
 func (embedded) multiProcess() bool            { return false }
-func (embedded) clearsOnPublish() bool         { return false }
 func (embedded) createsIndex(unique bool) bool { return unique }
 func (embedded) ttlIndexes() bool              { return false }
 func (embedded) tracksPending() bool           { return true }

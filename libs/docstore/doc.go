@@ -15,10 +15,12 @@
 //   - The embedded store: a conditional write there is neither atomic nor index-backed, so
 //     writes filter on {_id} alone, which is correct because one process owns the data and
 //     writers of one document are serialised in-process; writes are group-committed (a
-//     write costs much less in a batch than alone); the fast path leaves published events to
-//     the aggregate's next write and to the relay (a clear costs as much as the write that
-//     raised the event); only unique indexes are created (SQLite is never handed a filter it
-//     could serve with another); TTL indexes are refused by the store.
+//     write costs much less in a batch than alone); published events are cleared in memory
+//     and left stored until the aggregate's next write (a clear costs as much as the write
+//     that raised the event), with a published mark telling later processes which stored
+//     entries are published (marks.go); Bracket holds a document during quick work and stores
+//     before and after in one write; only unique indexes are created (SQLite is never handed
+//     a filter it could serve with another); TTL indexes are refused by the store.
 //
 // On both, writers of one document within the process queue behind each other, and the
 // updates that queued while a write was in flight are applied together and stored in one

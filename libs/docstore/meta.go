@@ -29,9 +29,13 @@ type Meta struct {
 	// event that says so is published).
 	Deleted bool `bson:"deleted,omitempty"`
 	// Outbox holds the events the aggregate raised that are not yet known to be published, and
-	// OutboxSince when the oldest of them was written (the relay's scan reads it).
+	// OutboxSince when the oldest of them was written (the relay's scan reads it). On the
+	// embedded store it may also hold published ones until the aggregate's next write, and
+	// OutboxStamp orders the write that last added entries against the collection's published
+	// mark (marks.go).
 	Outbox      []outbox.Doc `bson:"outbox,omitempty"`
 	OutboxSince *time.Time   `bson:"outbox_since,omitempty"`
+	OutboxStamp int64        `bson:"outbox_stamp,omitempty"`
 
 	raised []events.Event // by the write in progress; not stored (unexported)
 }

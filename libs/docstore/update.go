@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -17,6 +18,7 @@ type op[T any] struct {
 	ctx   context.Context // the caller's: the trace context of the events it raises
 	fn    func(*T) error  // nil for a clear
 	clear map[string]bool // the event ids a clear drops
+	held  *held[T]        // a Bracket's work and after (fn is its before), applied alone
 	lead  chan bool       // true: apply the queue; false: this op's outcome is set
 
 	doc T
@@ -44,13 +46,21 @@ func (c *Collection[T]) Update(ctx context.Context, id string, fn func(*T) error
 	return o.doc, o.err
 }
 
-// Clear implements outbox.Store: it removes the given events from the aggregate's outbox,
-// leaving any others, in the aggregate's queue like any write (so a busy aggregate's clear is
-// one more change of its next write), and removes a deleted aggregate once its outbox is empty.
+// Clear implements outbox.Store: it removes the given events, which are published, from the
+// aggregate's outbox, leaving any others, in the aggregate's queue like any write (so a busy
+// aggregate's clear is one more change of its next write), and removes a deleted aggregate
+// once its outbox is empty. On the embedded store a clear of an aggregate that is not deleted
+// writes nothing: the entries stay stored until its next write, covered by the published mark
+// (marks.go), and the aggregate stops being pending once none of its entries is unpublished.
 func (c *Collection[T]) Clear(ctx context.Context, id string, docs []outbox.Doc) error {
 	drop := make(map[string]bool, len(docs))
 	for _, d := range docs {
 		drop[d.ID] = true
+	}
+	if c.pending != nil {
+		// Cleared in memory: the set of published events is what tells the entries left
+		// stored from those still to publish.
+		c.published().Add(slices.Collect(maps.Keys(drop))...)
 	}
 	o := &op[T]{ctx: ctx, clear: drop, lead: make(chan bool, 1)}
 	c.enqueue(ctx, id, o)
@@ -74,10 +84,19 @@ func (c *Collection[T]) enqueue(ctx context.Context, id string, o *op[T]) {
 	for {
 		if lead {
 			c.mu.Lock()
-			batch := q.ops
-			q.ops = nil
+			// A Bracket's op is applied alone: the ops before it first, then it.
+			n := len(q.ops)
+			if i := slices.IndexFunc(q.ops, func(o *op[T]) bool { return o.held != nil }); i >= 0 {
+				n = max(i, 1)
+			}
+			batch := q.ops[:n:n]
+			q.ops = slices.Clone(q.ops[n:])
 			c.mu.Unlock()
-			c.apply(ctx, id, batch)
+			if batch[0].held != nil {
+				c.applyHeld(ctx, id, batch[0])
+			} else {
+				c.apply(ctx, id, batch)
+			}
 			c.mu.Lock()
 			if len(q.ops) == 0 {
 				delete(c.queues, id)
@@ -129,7 +148,13 @@ func (c *Collection[T]) attempt(ctx context.Context, id string, batch []*op[T], 
 				o.err = c.notFound(id)
 			}
 		}
+		c.pending.note(id, nil, 0)
 		return true, nil
+	}
+	if c.pending != nil && !slices.ContainsFunc(batch, func(o *op[T]) bool { return o.fn != nil }) {
+		if cleared, err := c.clearInMemory(id, raw, batch); cleared || err != nil {
+			return err == nil, err
+		}
 	}
 	doc, err := c.decode(raw)
 	if err != nil {
@@ -168,12 +193,18 @@ func (c *Collection[T]) attempt(ctx context.Context, id string, batch []*op[T], 
 	}
 
 	m := metaOf(&doc)
-	box := c.published().Compact(m.Outbox)
+	box := c.compact(m)
 	if len(box) == 0 {
-		m.OutboxSince = nil
+		m.OutboxSince, m.OutboxStamp = nil, 0
 	}
-	if len(raised) > 0 && len(box) == 0 {
-		m.OutboxSince = TimePtr(c.opts.Now())
+	if len(raised) > 0 {
+		if len(box) == 0 {
+			m.OutboxSince = TimePtr(c.opts.Now())
+		}
+		if m.OutboxStamp, err = c.pending.stamp(ctx); err != nil {
+			return false, err
+		}
+		defer c.pending.done(m.OutboxStamp)
 	}
 	m.Outbox = append(box, raised...)
 	version := m.Version
@@ -182,7 +213,7 @@ func (c *Collection[T]) attempt(ctx context.Context, id string, batch []*op[T], 
 			return false, wrap(err, "remove", c.coll.Name(), id)
 		}
 		c.forget(id)
-		c.pending.note(id, nil)
+		c.pending.note(id, nil, 0)
 		c.results(batch, doc, last)
 		return true, nil
 	}
@@ -195,9 +226,56 @@ func (c *Collection[T]) attempt(ctx context.Context, id string, batch []*op[T], 
 		return false, wrap(err, "replace", c.coll.Name(), id)
 	}
 	c.remember(id, final)
-	c.pending.note(id, m.OutboxSince)
+	c.pending.note(id, m.OutboxSince, m.OutboxStamp)
 	c.results(batch, doc, final)
 	c.dispatch(ctx, id, raised)
+	return true, nil
+}
+
+// compact returns the document's outbox without the entries known to be published: those
+// this process's relay published, and all of them when the published mark covers the
+// document (an earlier process's write, see marks.go).
+func (c *Collection[T]) compact(m *Meta) []outbox.Doc {
+	if c.pending.covers(m.OutboxStamp) {
+		return nil
+	}
+	return c.published().Compact(m.Outbox)
+}
+
+// clearInMemory applies a batch of clears (published entries) to a document on a store one
+// process owns, without writing it: the entries stay stored until the document's next write,
+// which drops them (compact), and the document stops being pending once every entry it holds
+// is published. A deleted document is left to a write, which removes it once its outbox is
+// empty: cleared reports false then.
+func (c *Collection[T]) clearInMemory(id string, raw bson.Raw, batch []*op[T]) (cleared bool, err error) {
+	// Only the fields needed, looked up in place: decoding every entry's object costs more
+	// than the rest of the clear.
+	if deleted, _ := raw.Lookup("deleted").BooleanOK(); deleted {
+		return false, nil
+	}
+	for _, o := range batch {
+		o.doc, o.err = *new(T), nil
+	}
+	stamp, _ := raw.Lookup("outbox_stamp").AsInt64OK()
+	if c.pending.covers(stamp) {
+		c.pending.note(id, nil, 0)
+		return true, nil
+	}
+	var entries []bson.RawValue
+	if box, ok := raw.Lookup("outbox").ArrayOK(); ok {
+		if entries, err = box.Values(); err != nil {
+			return false, fmt.Errorf("decode the outbox of %s %s: %w", c.coll.Name(), id, err)
+		}
+	}
+	published := c.published()
+	for _, e := range entries {
+		doc, _ := e.DocumentOK()
+		eid, _ := doc.Lookup("id").StringValueOK()
+		if !published.Has(eid) && !slices.ContainsFunc(batch, func(o *op[T]) bool { return o.clear[eid] }) {
+			return true, nil // still pending, for the entries left
+		}
+	}
+	c.pending.note(id, nil, 0)
 	return true, nil
 }
 

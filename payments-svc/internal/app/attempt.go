@@ -49,9 +49,20 @@ func (s *Service) RunAttempt(ctx context.Context, id string, n int) error {
 		return fmt.Errorf("attempt %d of %s: agreement: %w", n, id, err)
 	}
 	loaded, token := r, newToken()
-	var cancelled bool
-	r, err = s.Requests.Update(ctx, id, "", false, func(r *domain.Request) error {
-		cancelled = false
+	// The claim, the charges and the record, as one change of the store's (Attempt): the
+	// claim is stored before anything is charged, unless the store holds the request while the
+	// charges run (then a crash stores nothing, and the attempt runs again under the same
+	// idempotency keys). phase says which step an error comes from.
+	var (
+		phase     string
+		cancelled bool
+		tries     []domain.Try
+		hard      []domain.Try
+		outcome   domain.Outcome
+	)
+	methods := a.UsableMethods()
+	claim := func(r *domain.Request) error {
+		phase, cancelled = "claim", false
 		if !a.Active() && r.Status().Open() && !r.Claimed() {
 			changed, err := r.Cancel(domain.StopAgreementCancelled, s.Now())
 			if err != nil || !changed {
@@ -65,8 +76,59 @@ func (s *Service) RunAttempt(ctx context.Context, id string, n int) error {
 			return err
 		}
 		return s.emitRequest(r, eventtype.PaymentRequestProcessing, nil)
-	})
+	}
+	charge := func(ctx context.Context, r *domain.Request) error {
+		phase, tries, hard = "charge", nil, nil
+		if cancelled {
+			return nil
+		}
+		proc := s.processor(r.Livemode())
+		if proc == nil {
+			return fmt.Errorf("attempt %d of %s: no processor for livemode=%t", n, id, r.Livemode())
+		}
+		for _, m := range methods {
+			res, err := proc.Charge(ctx, Charge{
+				IdempotencyKey: id + ":" + strconv.Itoa(n) + ":" + m.ID,
+				Request:        id, Attempt: n, Method: m.ID, Type: m.Type, Token: m.Token,
+				Amount: r.Amount(), Currency: r.Currency(),
+			})
+			if err != nil {
+				// The outcome is unknown: keep the claim, so nothing else touches the
+				// request, and run the attempt again once it is stale; the charges made so
+				// far are answered from their idempotency keys then.
+				return fmt.Errorf("attempt %d of %s: charge %s: %w", n, id, m.ID, err)
+			}
+			t := domain.Try{Attempt: n, Method: m.ID, Succeeded: res.Succeeded, FailureCode: res.FailureCode, At: s.Now()}
+			tries = append(tries, t)
+			if res.Succeeded {
+				break
+			}
+			if res.Hard {
+				hard = append(hard, t)
+			}
+		}
+		return nil
+	}
+	record := func(r *domain.Request) error {
+		phase = "record"
+		if cancelled {
+			return nil
+		}
+		var err error
+		if outcome, err = r.Record(n, token, tries, len(hard) < len(methods)); err != nil {
+			return err
+		}
+		return s.emitRequest(r, requestEvent[outcome], nil)
+	}
+	r, err = s.Requests.Attempt(ctx, id, claim, charge, record)
 	switch {
+	case err == nil:
+	case phase == "charge":
+		return err
+	case phase == "record" && errors.Is(err, domain.ErrAttemptObsolete):
+		return nil // another run took the attempt over and records the same outcome
+	case phase == "record":
+		return fmt.Errorf("attempt %d of %s: record: %w", n, id, err)
 	case errors.Is(err, domain.ErrAttemptObsolete):
 		return nil
 	case errors.Is(err, domain.ErrAttemptNotDue):
@@ -74,54 +136,11 @@ func (s *Service) RunAttempt(ctx context.Context, id string, n int) error {
 		return &RetryAt{At: due, Reason: fmt.Sprintf("attempt %d of %s is not due yet", n, id)}
 	case errors.Is(err, domain.ErrAttemptInProgress):
 		return &RetryAt{At: loaded.ClaimedAt().Add(s.cfg.ClaimTTL), Reason: fmt.Sprintf("attempt %d of %s is being run elsewhere", n, id)}
-	case err != nil:
+	default:
 		return fmt.Errorf("attempt %d of %s: claim: %w", n, id, err)
-	case cancelled:
+	}
+	if cancelled {
 		return nil
-	}
-
-	proc := s.processor(r.Livemode())
-	if proc == nil {
-		return fmt.Errorf("attempt %d of %s: no processor for livemode=%t", n, id, r.Livemode())
-	}
-	methods := a.UsableMethods()
-	var tries []domain.Try
-	var hard []domain.Try
-	for _, m := range methods {
-		res, err := proc.Charge(ctx, Charge{
-			IdempotencyKey: id + ":" + strconv.Itoa(n) + ":" + m.ID,
-			Request:        id, Attempt: n, Method: m.ID, Type: m.Type, Token: m.Token,
-			Amount: r.Amount(), Currency: r.Currency(),
-		})
-		if err != nil {
-			// The outcome is unknown: keep the claim, so nothing else touches the request,
-			// and run the attempt again once it is stale; the charges made so far are
-			// answered from their idempotency keys then.
-			return fmt.Errorf("attempt %d of %s: charge %s: %w", n, id, m.ID, err)
-		}
-		t := domain.Try{Attempt: n, Method: m.ID, Succeeded: res.Succeeded, FailureCode: res.FailureCode, At: s.Now()}
-		tries = append(tries, t)
-		if res.Succeeded {
-			break
-		}
-		if res.Hard {
-			hard = append(hard, t)
-		}
-	}
-
-	var outcome domain.Outcome
-	r, err = s.Requests.Update(ctx, id, "", false, func(r *domain.Request) error {
-		var err error
-		if outcome, err = r.Record(n, token, tries, len(hard) < len(methods)); err != nil {
-			return err
-		}
-		return s.emitRequest(r, requestEvent[outcome], nil)
-	})
-	if errors.Is(err, domain.ErrAttemptObsolete) {
-		return nil // another run took the attempt over and records the same outcome
-	}
-	if err != nil {
-		return fmt.Errorf("attempt %d of %s: record: %w", n, id, err)
 	}
 	s.Outcomes.AttemptRecorded(ctx, outcome)
 	if err := s.failMethods(ctx, a.ID(), hard); err != nil {

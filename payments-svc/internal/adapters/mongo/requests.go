@@ -199,6 +199,25 @@ func (r *Requests) Update(ctx context.Context, id, account string, livemode bool
 	return updateOwned(ctx, r.docs, id, account, livemode, domain.RequestNotFound, requestDoc.request, (*requestDoc).set, fn)
 }
 
+// Attempt implements domain.RequestRepository (docstore's Bracket).
+func (r *Requests) Attempt(ctx context.Context, id string, claim func(*domain.Request) error,
+	charge func(context.Context, *domain.Request) error, record func(*domain.Request) error) (*domain.Request, error) {
+	var out *domain.Request
+	step := func(fn func(*domain.Request) error) func(*requestDoc) error {
+		return func(d *requestDoc) error {
+			q := d.request()
+			if err := fn(q); err != nil {
+				return err
+			}
+			out = q
+			d.set(q)
+			return nil
+		}
+	}
+	_, err := r.docs.Bracket(ctx, id, step(claim), func(ctx context.Context, d requestDoc) error { return charge(ctx, d.request()) }, step(record))
+	return out, err
+}
+
 // List implements domain.RequestRepository.
 func (r *Requests) List(ctx context.Context, account string, livemode bool, f domain.RequestFilter, p listing.Params) ([]*domain.Request, bool, error) {
 	filter := bson.D{{Key: "account", Value: account}, {Key: "livemode", Value: livemode}}
