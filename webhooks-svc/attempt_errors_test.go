@@ -68,7 +68,7 @@ func TestRefusedAttemptShowsNoInternalAddress(t *testing.T) {
 	evID, _ := d["event"].(string)
 	reqID, _ := c.do("GET", "/v1/events/"+evID, "").wantOK(t).body["request"].(map[string]any)["id"].(string)
 	var rec map[string]any
-	eventually(t, 5*time.Second, func() bool {
+	eventually(t, 20*time.Second, func() bool {
 		rec = nil
 		for _, line := range strings.Split(svc.proc.Logs(), "\n") {
 			var r map[string]any

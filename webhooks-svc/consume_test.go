@@ -61,7 +61,7 @@ func TestConsumesPublishedEvents(t *testing.T) {
 		t.Fatalf("delivered %s", got.body)
 	}
 	var stored response
-	eventually(t, 5*time.Second, func() bool {
+	eventually(t, 20*time.Second, func() bool {
 		stored = c.do("GET", "/v1/events/"+ev.ID, "").wantOK(t)
 		return stored.body["pending_webhooks"] == float64(0)
 	}, "both deliveries to succeed")
@@ -103,7 +103,7 @@ func TestConsumesPublishedEvents(t *testing.T) {
 	}
 	insp := asynq.NewInspector(opt)
 	defer insp.Close()
-	eventually(t, 5*time.Second, func() bool {
+	eventually(t, 20*time.Second, func() bool {
 		archived, err := insp.ListArchivedTasks(events.Queue)
 		return err == nil && len(archived) == 1
 	}, "the bad task to be archived")

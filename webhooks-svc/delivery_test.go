@@ -181,7 +181,7 @@ func TestDeliveryIsSignedAndRecorded(t *testing.T) {
 	// The event is stored and shown as delivered.
 	evID := h.Get("webhook-id")
 	var ev response
-	eventually(t, 5*time.Second, func() bool {
+	eventually(t, 20*time.Second, func() bool {
 		ev = c.do("GET", "/v1/events/"+evID, "").wantOK(t)
 		return ev.body["pending_webhooks"] == float64(0)
 	}, "pending_webhooks 0")
@@ -225,7 +225,7 @@ func TestFailingReceiverIsRetried(t *testing.T) {
 		}
 	}
 	var ds []map[string]any
-	eventually(t, 5*time.Second, func() bool {
+	eventually(t, 20*time.Second, func() bool {
 		ds = c.deliveries("/v1/webhook_endpoints/" + id + "/deliveries")
 		return len(ds) == 1 && ds[0]["status"] == "succeeded"
 	}, "the delivery to succeed")
@@ -244,11 +244,11 @@ func TestGoneDisablesTheEndpoint(t *testing.T) {
 	rc := newReceiver(t, always(410))
 	id := c.createEndpoint(rc.url(), "*").str("id")
 	rc.waitFor(t, "webhook_endpoint.created", 1)
-	eventually(t, 5*time.Second, func() bool {
+	eventually(t, 20*time.Second, func() bool {
 		return c.do("GET", "/v1/webhook_endpoints/"+id, "").wantOK(t).str("status") == "disabled"
 	}, "the endpoint to be disabled")
 	var disabled []string
-	eventually(t, 5*time.Second, func() bool {
+	eventually(t, 20*time.Second, func() bool {
 		disabled = c.eventIDs("?type=webhook_endpoint.disabled")
 		return len(disabled) == 1
 	}, "webhook_endpoint.disabled")

@@ -20,7 +20,7 @@ func TestEventsListFilters(t *testing.T) {
 	b := c.createEndpoint(bad.url(), "webhook_endpoint.updated").str("id")
 	c.do("POST", "/v1/webhook_endpoints/"+b, `{"description":"renamed"}`).wantOK(t)
 	var all []string
-	eventually(t, 5*time.Second, func() bool { all = c.eventIDs(""); return len(all) == 3 }, "three events")
+	eventually(t, 20*time.Second, func() bool { all = c.eventIDs(""); return len(all) == 3 }, "three events")
 	e3, e2, e1 := all[0], all[1], all[2]
 
 	// While B's delivery of e3 is being retried, e3 is not delivered.
@@ -28,16 +28,16 @@ func TestEventsListFilters(t *testing.T) {
 		t.Fatalf("delivery_success=false while pending: %v", got)
 	}
 	c.do("DELETE", "/v1/webhook_endpoints/"+b, "").wantOK(t)
-	eventually(t, 5*time.Second, func() bool { all = c.eventIDs(""); return len(all) == 4 }, "four events")
+	eventually(t, 20*time.Second, func() bool { all = c.eventIDs(""); return len(all) == 4 }, "four events")
 	e4 := all[0]
 	// B's delivery of e3 has failed, by running out of retries or because B was deleted.
 	ev3 := c.do("GET", "/v1/events/"+e3, "").wantOK(t)
-	eventually(t, 5*time.Second, func() bool {
+	eventually(t, 20*time.Second, func() bool {
 		ev3 = c.do("GET", "/v1/events/"+e3, "").wantOK(t)
 		return ev3.body["pending_webhooks"] == float64(0)
 	}, "e3 to have no pending delivery")
 
-	eventually(t, 5*time.Second, func() bool {
+	eventually(t, 20*time.Second, func() bool {
 		return slices.Equal(c.eventIDs("?delivery_success=true"), []string{e4, e2, e1})
 	}, "e1, e2 (delivered) and e4 (nothing to deliver) to count as delivered")
 	if got := c.eventIDs("?delivery_success=false"); !slices.Equal(got, []string{e3}) {
@@ -162,18 +162,18 @@ func TestDeliveriesListAndRetry(t *testing.T) {
 	if retried.str("status") != "pending" || retried.body["next_attempt_at"] == nil || retried.str("id") != target["id"] {
 		t.Fatalf("retry: %s", retried.raw)
 	}
-	eventually(t, 5*time.Second, func() bool {
+	eventually(t, 20*time.Second, func() bool {
 		d := c.deliveries("/v1/events/" + evID + "/deliveries")
 		return len(d) == 1 && d[0]["status"] == "succeeded" && len(d[0]["attempts"].([]any)) == 5
 	}, "the retried delivery to succeed on a fifth attempt")
-	eventually(t, 5*time.Second, func() bool {
+	eventually(t, 20*time.Second, func() bool {
 		return slices.Contains(c.eventIDs("?delivery_success=true"), evID)
 	}, "the event to count as delivered")
 
 	// Retrying a succeeded delivery sends it once more.
 	before := len(rc.all())
 	c.do("POST", "/v1/webhook_deliveries/"+target["id"].(string)+"/retry", "").wantOK(t)
-	eventually(t, 5*time.Second, func() bool { return len(rc.all()) == before+1 }, "one more request")
+	eventually(t, 20*time.Second, func() bool { return len(rc.all()) == before+1 }, "one more request")
 
 	// Someone else's delivery, or a malformed id, is not found; a disabled endpoint's is refused.
 	c.svc.client(t).do("POST", "/v1/webhook_deliveries/"+target["id"].(string)+"/retry", "").
@@ -203,7 +203,7 @@ func TestReenablingResumesPendingDeliveries(t *testing.T) {
 	c.do("POST", "/v1/webhook_endpoints/"+id, `{"status":"disabled"}`).wantOK(t)
 	close(release)
 	var ds []map[string]any
-	eventually(t, 5*time.Second, func() bool {
+	eventually(t, 20*time.Second, func() bool {
 		ds = c.deliveries("/v1/webhook_endpoints/" + id + "/deliveries")
 		return len(ds) == 1 && len(ds[0]["attempts"].([]any)) == 1 && ds[0]["next_attempt_at"] == nil
 	}, "the delivery to wait")
@@ -212,7 +212,7 @@ func TestReenablingResumesPendingDeliveries(t *testing.T) {
 		t.Fatalf("while disabled: %v, %d requests", ds[0], len(rc.all()))
 	}
 	c.do("POST", "/v1/webhook_endpoints/"+id, `{"status":"enabled"}`).wantOK(t)
-	eventually(t, 5*time.Second, func() bool {
+	eventually(t, 20*time.Second, func() bool {
 		ds = c.deliveries("/v1/webhook_endpoints/" + id + "/deliveries")
 		return len(ds) == 1 && ds[0]["status"] == "succeeded"
 	}, "the delivery to resume and succeed")
@@ -226,10 +226,10 @@ func TestAutoDisable(t *testing.T) {
 	c := start(t, "WEBHOOKS_AUTO_DISABLE_AFTER", "250ms").client(t)
 	rc := newReceiver(t, always(500))
 	id := c.createEndpoint(rc.url(), "webhook_endpoint.created").str("id")
-	eventually(t, 5*time.Second, func() bool {
+	eventually(t, 20*time.Second, func() bool {
 		return c.do("GET", "/v1/webhook_endpoints/"+id, "").wantOK(t).str("status") == "disabled"
 	}, "the failing endpoint to be disabled")
-	eventually(t, 5*time.Second, func() bool {
+	eventually(t, 20*time.Second, func() bool {
 		return len(c.eventIDs("?type=webhook_endpoint.disabled")) == 1
 	}, "webhook_endpoint.disabled")
 }

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"rentalplatform/libs/events"
-	"rentalplatform/libs/outbox"
 )
 
 // Meta is the part of a stored document the store manages. Every document type embeds it
@@ -33,9 +32,9 @@ type Meta struct {
 	// embedded store it may also hold published ones until the aggregate's next write, and
 	// OutboxStamp orders the write that last added entries against the collection's published
 	// mark (marks.go).
-	Outbox      []outbox.Doc `bson:"outbox,omitempty"`
-	OutboxSince *time.Time   `bson:"outbox_since,omitempty"`
-	OutboxStamp int64        `bson:"outbox_stamp,omitempty"`
+	Outbox      Entries    `bson:"outbox,omitempty"`
+	OutboxSince *time.Time `bson:"outbox_since,omitempty"`
+	OutboxStamp int64      `bson:"outbox_stamp,omitempty"`
 
 	raised []events.Event // by the write in progress; not stored (unexported)
 }

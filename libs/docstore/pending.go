@@ -96,11 +96,11 @@ func (p *pendingIndex) due(before time.Time, limit int) ([]string, bool) {
 
 // pendingDoc is the part of a document the relay reads.
 type pendingDoc struct {
-	ID          string       `bson:"_id"`
-	Deleted     bool         `bson:"deleted"`
-	Outbox      []outbox.Doc `bson:"outbox"`
-	OutboxSince *time.Time   `bson:"outbox_since"`
-	OutboxStamp int64        `bson:"outbox_stamp"`
+	ID          string     `bson:"_id"`
+	Deleted     bool       `bson:"deleted"`
+	Outbox      Entries    `bson:"outbox"`
+	OutboxSince *time.Time `bson:"outbox_since"`
+	OutboxStamp int64      `bson:"outbox_stamp"`
 }
 
 // prime scans the collection once for every document whose outbox holds events that the

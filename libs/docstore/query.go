@@ -123,8 +123,8 @@ func (c *Collection[T]) Pending(ctx context.Context, before time.Time, limit int
 		return c.pendingFromIndex(ctx, before, limit)
 	}
 	var docs []struct {
-		ID     string       `bson:"_id"`
-		Outbox []outbox.Doc `bson:"outbox"`
+		ID     string  `bson:"_id"`
+		Outbox Entries `bson:"outbox"`
 	}
 	if err := c.findAll(ctx, bson.D{{Key: "outbox_since", Value: bson.D{{Key: "$lte", Value: before}}}}, &docs,
 		options.Find().SetProjection(bson.D{{Key: "outbox", Value: 1}}).SetLimit(int64(limit))); err != nil {

@@ -261,16 +261,12 @@ func (c *Collection[T]) clearInMemory(id string, raw bson.Raw, batch []*op[T]) (
 		c.pending.note(id, nil, 0)
 		return true, nil
 	}
-	var entries []bson.RawValue
-	if box, ok := raw.Lookup("outbox").ArrayOK(); ok {
-		if entries, err = box.Values(); err != nil {
-			return false, fmt.Errorf("decode the outbox of %s %s: %w", c.coll.Name(), id, err)
-		}
+	entries, err := entryIDs(raw.Lookup("outbox"))
+	if err != nil {
+		return false, fmt.Errorf("decode the outbox of %s %s: %w", c.coll.Name(), id, err)
 	}
 	published := c.published()
-	for _, e := range entries {
-		doc, _ := e.DocumentOK()
-		eid, _ := doc.Lookup("id").StringValueOK()
+	for _, eid := range entries {
 		if !published.Has(eid) && !slices.ContainsFunc(batch, func(o *op[T]) bool { return o.clear[eid] }) {
 			return true, nil // still pending, for the entries left
 		}
