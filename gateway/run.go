@@ -137,11 +137,12 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) (err
 	public := httpport.NewPublic(httpport.PublicConfig{
 		Logger: log, Keys: svc, Limits: svc, Idempotency: svc, Signer: signer, Services: services,
 		BodyLimit: cfg.BodyLimit, UploadBodyLimit: cfg.UploadBodyLimit, IDs: idgen,
-		TracerProvider: tel.TracerProvider, Propagator: tel.Propagator, MeterProvider: tel.MeterProvider, Checks: checks,
+		TracerProvider: tel.TracerProvider, Propagator: tel.Propagator, Sampler: tel.Sampler, MeterProvider: tel.MeterProvider,
+		Checks: checks,
 	})
 	admin := httpport.NewAdmin(httpport.AdminConfig{
 		Logger: log, Keys: svc, Token: cfg.AdminToken, AuthLimit: svc.AdminAuth(), IDs: idgen,
-		TracerProvider: tel.TracerProvider, Propagator: tel.Propagator, MeterProvider: tel.MeterProvider,
+		TracerProvider: tel.TracerProvider, Propagator: tel.Propagator, Sampler: tel.Sampler, MeterProvider: tel.MeterProvider,
 	})
 
 	// One failing listener stops the other and the background writer.

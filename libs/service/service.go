@@ -86,7 +86,7 @@ func Start(ctx context.Context, name string, cfg config.Base, stdout io.Writer, 
 	}
 	rt.AddCheck("mongodb", func(ctx context.Context) error { return mongox.Ping(ctx, db) })
 	appCfg := fiberx.Config{Service: name, Logger: rt.Log, Signer: signer,
-		TracerProvider: rt.Tel.TracerProvider, Propagator: rt.Tel.Propagator,
+		TracerProvider: rt.Tel.TracerProvider, Propagator: rt.Tel.Propagator, Sampler: rt.Tel.Sampler,
 		MeterProvider: rt.Tel.MeterProvider, Listener: "http"}
 	for _, o := range opts {
 		o(&appCfg)

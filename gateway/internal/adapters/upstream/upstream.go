@@ -117,8 +117,8 @@ func (u *Upstream) Name() string { return u.name }
 
 // SetURI points req at path?query on this service. path must already be clean.
 func (u *Upstream) SetURI(req *fasthttp.Request, path string, query []byte) {
-	b := make([]byte, 0, len(u.base)+len(path)+1+len(query))
-	b = append(b, u.base...)
+	var buf [512]byte // on the stack unless the URI is longer
+	b := append(buf[:0], u.base...)
 	b = append(b, path...)
 	if len(query) > 0 {
 		b = append(b, '?')
