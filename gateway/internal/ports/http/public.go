@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"rentalplatform/gateway/internal/adapters/upstream"
 	"rentalplatform/gateway/internal/app"
 	"rentalplatform/gateway/internal/domain"
 	"rentalplatform/libs/apierr"
@@ -298,7 +299,7 @@ func (p *public) forward(c *fiber.Ctx, key domain.Key, rt route, method, path, i
 		IdempotencyKey: idemKey,
 	}, method, path)
 
-	if err := rt.service.Do(out, resp); err != nil {
+	failed := func(err error) error {
 		if span.IsRecording() {
 			span.RecordError(err)
 			span.SetStatus(codes.Error, "upstream call failed")
@@ -312,6 +313,21 @@ func (p *public) forward(c *fiber.Ctx, key domain.Key, rt route, method, path, i
 			"request_id", fiberx.RequestID(c), "api_key", key.ID(),
 			"method", method, "path", path)
 		return fromUpstream(err)
+	}
+	if rt.download && method == fiber.MethodGet {
+		// A file: passed on as it arrives, never held whole (up to 25 MiB).
+		sr, err := rt.service.Stream(out)
+		if err != nil {
+			return failed(err)
+		}
+		if span.IsRecording() {
+			span.SetAttributes(attribute.Int("http.response.status_code", sr.Status))
+		}
+		copyStreamed(c, sr)
+		return nil
+	}
+	if err := rt.service.Do(out, resp); err != nil {
+		return failed(err)
 	}
 	if span.IsRecording() {
 		span.SetAttributes(attribute.Int("http.response.status_code", resp.StatusCode()))
@@ -335,6 +351,26 @@ func copyResponse(c *fiber.Ctx, resp *fasthttp.Response) {
 		}
 	}
 	c.Response().SetBody(resp.Body())
+}
+
+// copyStreamed is copyResponse for a streamed answer: the body goes to the client as it
+// arrives, and is closed once sent (or when the client goes).
+func copyStreamed(c *fiber.Ctx, sr *upstream.Streamed) {
+	c.Status(sr.Status)
+	dst := &c.Response().Header
+	for k, vs := range sr.Header {
+		if hopHeader([]byte(k)) {
+			continue
+		}
+		for _, v := range vs {
+			dst.Add(k, v)
+		}
+	}
+	size := int(sr.ContentLength)
+	if size < 0 {
+		size = -1 // chunked
+	}
+	c.Response().SetBodyStream(sr.Body, size)
 }
 
 // hopHeader reports whether a response header stays at the gateway. fasthttp hands keys over

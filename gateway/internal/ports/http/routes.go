@@ -41,6 +41,9 @@ type route struct {
 	// upload marks /v1/collection_cases/:id/files, whose POST body is streamed under the
 	// upload limit rather than buffered under the JSON limit.
 	upload bool
+	// download marks /v1/collection_cases/:id/files/:file_id/content, whose answer (a file of
+	// up to 25 MiB) is passed on as it arrives rather than buffered.
+	download bool
 	// resource is what a restricted key needs permission for.
 	resource domain.Resource
 }
@@ -64,7 +67,7 @@ func (s Services) match(path string) (route, bool) {
 	if svc == nil || !known {
 		return route{}, false
 	}
-	return route{service: svc, upload: isUpload(rest), resource: res}, true
+	return route{service: svc, upload: isUpload(rest), download: isDownload(rest), resource: res}, true
 }
 
 // isUpload reports whether rest (the path after /v1/) is collection_cases/<id>/files.
@@ -75,6 +78,21 @@ func isUpload(rest string) bool {
 	}
 	id, ok = strings.CutSuffix(id, "/files")
 	return ok && id != "" && !strings.Contains(id, "/")
+}
+
+// isDownload reports whether rest (the path after /v1/) is
+// collection_cases/<id>/files/<file_id>/content.
+func isDownload(rest string) bool {
+	rest, ok := strings.CutPrefix(rest, "collection_cases/")
+	if !ok {
+		return false
+	}
+	rest, ok = strings.CutSuffix(rest, "/content")
+	if !ok {
+		return false
+	}
+	id, fileID, ok := strings.Cut(rest, "/files/")
+	return ok && id != "" && fileID != "" && !strings.Contains(id, "/") && !strings.Contains(fileID, "/")
 }
 
 // cleanPath reports whether path is already in canonical form: only unreserved characters
