@@ -252,8 +252,9 @@ func LoadBase(getenv Getenv, d Defaults) (Base, error) {
 }
 
 // Logger returns the JSON logger every process writes to stdout. A line logged with a context
-// inside a span carries its trace_id and span_id (telemetry.LogHandler).
+// inside a span carries its trace_id and span_id (telemetry.LogHandler). Lines logged at once
+// by several goroutines share write system calls (groupWriter).
 func Logger(w interface{ Write([]byte) (int, error) }, service string, level slog.Level) *slog.Logger {
-	h := slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})
+	h := slog.NewJSONHandler(newGroupWriter(w), &slog.HandlerOptions{Level: level})
 	return slog.New(telemetry.LogHandler(h)).With("service", service)
 }

@@ -237,14 +237,18 @@ func accessLog(log *slog.Logger, metrics *serverMetrics) fiber.Handler {
 			level = slog.LevelError
 		}
 		ctx := c.UserContext()
-		if log.Enabled(ctx, level) {
-			log.LogAttrs(ctx, level, "request",
+		if h := log.Handler(); h.Enabled(ctx, level) {
+			// The record is made here rather than by log.LogAttrs, which walks the stack for
+			// the caller's position on every line: no handler of ours reports it.
+			r := slog.NewRecord(time.Now(), level, "request", 0)
+			r.AddAttrs(
 				slog.String("request_id", RequestID(c)),
 				slog.String("method", c.Method()),
 				slog.String("path", c.Path()),
 				slog.Int("status", status),
 				slog.Duration("duration", took),
 			)
+			_ = h.Handle(ctx, r)
 		}
 		return nil
 	}

@@ -167,10 +167,17 @@ func benchEdge(ctx context.Context, st *stack.Stack, s settings, root, dataDir s
 		"VERIFICATION_URL=" + stubURL, "COLLECTIONS_URL=" + stubURL, "PAYMENTS_URL=" + stubURL, "WEBHOOKS_URL=" + stubURL,
 		"GATEWAY_RATE_LIMIT_TEST=1000000", "GATEWAY_RATE_LIMIT_LIVE=1000000", "GATEWAY_AUTH_FAILURE_LIMIT=60",
 		"OTEL_TRACES_SAMPLER=parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG=0.01",
-		"OTEL_EXPORTER_OTLP_ENDPOINT=" + sink.URL, "LOG_LEVEL=info",
+		"OTEL_EXPORTER_OTLP_ENDPOINT=" + sink.URL, "LOG_LEVEL=" + s.edgeLogLevel,
 	}
 	gw := exec.CommandContext(ctx, filepath.Join(dataDir, "bin", "gateway"))
-	gw.Env, gw.Stdout, gw.Stderr = env, gwLog, gwLog
+	// Its logs go through a pipe, as a container's stdout does, copied to the file by this
+	// process: writing the file is the collector's work, not the gateway's.
+	gwOut, err := gw.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	go func() { _, _ = io.Copy(gwLog, gwOut) }()
+	gw.Env, gw.Stderr = env, gwLog
 	if err := gw.Start(); err != nil {
 		return err
 	}
@@ -197,8 +204,8 @@ func benchEdge(ctx context.Context, st *stack.Stack, s settings, root, dataDir s
 		runtime.NumCPU(), s.concurrency, s.duration, s.rounds)
 	fmt.Fprintf(stdout, "alternated (each round runs every target once, in turn). The gateway runs with production settings:\n")
 	fmt.Fprintf(stdout, "authentication, parentbased_traceidratio 0.01 (exported over OTLP), rate limits on (above the load),\n")
-	fmt.Fprintf(stdout, "failed-authentication limit on, metrics on, info access logs. CPU is the server's own (nginx: master and\n")
-	fmt.Fprintf(stdout, "workers), not the stub's; wrk shares the machine with all of them.\n")
+	fmt.Fprintf(stdout, "failed-authentication limit on, metrics on, LOG_LEVEL=%s (info: one access log line per request, to a\n", s.edgeLogLevel)
+	fmt.Fprintf(stdout, "pipe). CPU is the server's own (nginx: master and workers), not the stub's; wrk shares the machine.\n")
 	all := map[string][]edgeResult{}
 	for _, t := range targets { // warm up every server once
 		if _, err := runWrk(ctx, wrk, t, auth, s.concurrency, 2*time.Second); err != nil {
