@@ -37,7 +37,9 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) (err
 	if err != nil {
 		return fmt.Errorf("gateway configuration: %w", err)
 	}
-	log := config.Logger(stdout, "gateway", cfg.LogLevel)
+	logOut := config.NewLogWriter(stdout)
+	defer logOut.Flush() // last: after every line of the shutdown
+	log := config.Logger(logOut, "gateway", cfg.LogLevel)
 
 	// Cleanups run after the listeners stopped, with their own budget: ctx is over by then.
 	cleanup := func(f func(context.Context) error, what string) {
