@@ -262,11 +262,7 @@ func hammerKey(t *testing.T, urls []string, secret string, conns int, stop func(
 // replica holds at most one and a half batches, here batches of 1).
 func TestRateLimitAcrossTwoGateways(t *testing.T) {
 	t.Parallel()
-	rs, err := redisstore.Start(redisstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(rs.Close)
+	rs := ownRedis(t)
 	const rate = 50
 	a := startStack(t, map[string]string{"REDIS_URL": rs.URL(), "GATEWAY_RATE_LIMIT_TEST": strconv.Itoa(rate)})
 	b := startStack(t, map[string]string{"REDIS_URL": rs.URL(), "GATEWAY_RATE_LIMIT_TEST": strconv.Itoa(rate),
@@ -291,11 +287,7 @@ func TestRateLimitAcrossTwoGateways(t *testing.T) {
 // of one key cost fewer than 100 Redis calls.
 func TestRateLimitFloodSparesRedis(t *testing.T) {
 	t.Parallel()
-	rs, err := redisstore.Start(redisstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(rs.Close)
+	rs := ownRedis(t)
 	s := startStack(t, map[string]string{"REDIS_URL": rs.URL(), "GATEWAY_RATE_LIMIT_TEST": "1"})
 	key := s.createKey(t, "acct_flood", false)
 	before := rs.Commands()
@@ -305,4 +297,15 @@ func TestRateLimitFloodSparesRedis(t *testing.T) {
 	if got[429] < 10_000-2-int64(elapsed.Seconds()) || calls >= 100 {
 		t.Fatalf("%v in %s with %d Redis calls; want all but the bucket's few refused, with fewer than 100 calls", got, elapsed, calls)
 	}
+}
+
+// ownRedis starts an embedded Redis for this test alone, whose commands it can count.
+func ownRedis(t *testing.T) *redisstore.Store {
+	t.Helper()
+	rs, err := redisstore.Start(redisstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rs.Close)
+	return rs
 }

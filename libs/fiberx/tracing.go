@@ -3,6 +3,7 @@ package fiberx
 import (
 	"context"
 	"encoding/hex"
+	"iter"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -71,7 +72,7 @@ func (t *serverTracer) handle(c *fiber.Ctx) error {
 	parent := base
 	var psc trace.SpanContext
 	if general {
-		parent = t.prop.Extract(base, requestCarrier{h})
+		parent = t.prop.Extract(base, requestCarrier(h))
 		psc = trace.SpanContextFromContext(parent)
 	} else if tp := h.Peek(headerTraceparent); len(tp) > 0 {
 		if psc = parseTraceparent(tp, h.Peek(headerTracestate)); psc.IsValid() {
@@ -132,7 +133,7 @@ func (t *serverTracer) handle(c *fiber.Ctx) error {
 		_ = c.App().Config().ErrorHandler(c, err)
 	}
 	if general {
-		t.prop.Inject(ctx, responseCarrier{&c.Response().Header})
+		t.prop.Inject(ctx, responseCarrier(&c.Response().Header))
 	} else {
 		SetResponseTraceContext(&c.Response().Header, trace.SpanContextFromContext(ctx))
 	}
@@ -160,7 +161,7 @@ func protocolVersion(h *fasthttp.RequestHeader) string {
 // tracestate straight into the header, or, when ctx carries baggage, everything prop injects.
 func InjectTraceContext(ctx context.Context, prop propagation.TextMapPropagator, h *fasthttp.RequestHeader) {
 	if prop != nil && baggage.FromContext(ctx).Len() > 0 {
-		prop.Inject(ctx, requestCarrier{h})
+		prop.Inject(ctx, requestCarrier(h))
 		return
 	}
 	sc := trace.SpanContextFromContext(ctx)
@@ -260,13 +261,16 @@ func hexDigit(c byte) (byte, bool) {
 	return 0, false
 }
 
-// requestCarrier and responseCarrier let a propagator read and write fasthttp headers (the
-// general path: baggage).
-type requestCarrier struct{ h *fasthttp.RequestHeader }
+// carrier lets a propagator read and write fasthttp headers (the general path: baggage).
+type carrier[H interface {
+	Peek(key string) []byte
+	Set(key, value string)
+	All() iter.Seq2[[]byte, []byte]
+}] struct{ h H }
 
-func (c requestCarrier) Get(key string) string { return string(c.h.Peek(key)) }
-func (c requestCarrier) Set(key, value string) { c.h.Set(key, value) }
-func (c requestCarrier) Keys() []string {
+func (c carrier[H]) Get(key string) string { return string(c.h.Peek(key)) }
+func (c carrier[H]) Set(key, value string) { c.h.Set(key, value) }
+func (c carrier[H]) Keys() []string {
 	var keys []string
 	for k := range c.h.All() {
 		keys = append(keys, string(k))
@@ -274,14 +278,10 @@ func (c requestCarrier) Keys() []string {
 	return keys
 }
 
-type responseCarrier struct{ h *fasthttp.ResponseHeader }
+func requestCarrier(h *fasthttp.RequestHeader) carrier[*fasthttp.RequestHeader] {
+	return carrier[*fasthttp.RequestHeader]{h}
+}
 
-func (c responseCarrier) Get(key string) string { return string(c.h.Peek(key)) }
-func (c responseCarrier) Set(key, value string) { c.h.Set(key, value) }
-func (c responseCarrier) Keys() []string {
-	var keys []string
-	for k := range c.h.All() {
-		keys = append(keys, string(k))
-	}
-	return keys
+func responseCarrier(h *fasthttp.ResponseHeader) carrier[*fasthttp.ResponseHeader] {
+	return carrier[*fasthttp.ResponseHeader]{h}
 }
