@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"errors"
+	"net/netip"
 	"sync"
 	"testing"
 	"time"
@@ -107,7 +108,7 @@ func TestRateLimitFailsOpen(t *testing.T) {
 		if _, ok := s.RateLimit(context.Background(), k); ok {
 			t.Fatal("a failing limiter limited a request; want fail open")
 		}
-		if _, blocked := s.AuthFailed(context.Background(), "192.0.2.1"); blocked {
+		if _, blocked := s.AuthFailed(context.Background(), netip.MustParseAddr("192.0.2.1")); blocked {
 			t.Fatal("a failing limiter blocked an address; want fail open")
 		}
 	}
@@ -119,27 +120,27 @@ func TestAuthFailuresBlockAnAddress(t *testing.T) {
 	s := newService(t, newMemKeys(), clk, app.Options{Limiter: lim, Limits: app.Limits{AuthFailuresPerMinute: 3}})
 	ctx := context.Background()
 	for i := 0; i < 3; i++ {
-		if _, blocked := s.AuthFailed(ctx, "192.0.2.1"); blocked {
+		if _, blocked := s.AuthFailed(ctx, netip.MustParseAddr("192.0.2.1")); blocked {
 			t.Fatalf("failure %d blocked the address, want 3 allowed", i+1)
 		}
 	}
-	wait, blocked := s.AuthFailed(ctx, "192.0.2.1")
+	wait, blocked := s.AuthFailed(ctx, netip.MustParseAddr("192.0.2.1"))
 	if !blocked || wait != 3*time.Second {
 		t.Fatalf("4th failure: blocked %v for %s, want blocked for 3s", blocked, wait)
 	}
 	// Known as blocked without asking the limiter again.
 	calls := lim.callsTo("authfail:192.0.2.1")
-	if _, blocked := s.Blocked("192.0.2.1"); !blocked {
+	if _, blocked := s.Blocked(netip.MustParseAddr("192.0.2.1")); !blocked {
 		t.Fatal("Blocked = false right after the block")
 	}
-	if _, blocked := s.Blocked("192.0.2.2"); blocked {
+	if _, blocked := s.Blocked(netip.MustParseAddr("192.0.2.2")); blocked {
 		t.Fatal("another address is blocked")
 	}
 	if lim.callsTo("authfail:192.0.2.1") != calls {
 		t.Fatal("Blocked asked the limiter")
 	}
 	clk.advance(3 * time.Second)
-	if _, blocked := s.Blocked("192.0.2.1"); blocked {
+	if _, blocked := s.Blocked(netip.MustParseAddr("192.0.2.1")); blocked {
 		t.Fatal("still blocked after the retry time")
 	}
 }
@@ -225,33 +226,33 @@ func TestAdminAuthFailuresCountApart(t *testing.T) {
 	ctx := context.Background()
 	admin := s.AdminAuth()
 	for i := 0; i < 2; i++ {
-		if _, blocked := admin.AuthFailed(ctx, "192.0.2.1"); blocked {
+		if _, blocked := admin.AuthFailed(ctx, netip.MustParseAddr("192.0.2.1")); blocked {
 			t.Fatalf("admin failure %d blocked the address, want 2 allowed", i+1)
 		}
 	}
-	if wait, blocked := admin.AuthFailed(ctx, "192.0.2.1"); !blocked || wait != 3*time.Second {
+	if wait, blocked := admin.AuthFailed(ctx, netip.MustParseAddr("192.0.2.1")); !blocked || wait != 3*time.Second {
 		t.Fatalf("3rd admin failure: blocked %v for %s, want blocked for 3s", blocked, wait)
 	}
 	if lim.rates["adminauthfail:192.0.2.1"] != 2 || lim.callsTo("authfail:192.0.2.1") != 0 {
 		t.Fatalf("buckets %v rates %v: want the admin bucket at the configured limit, the public one untouched", lim.calls, lim.rates)
 	}
-	if _, blocked := admin.Blocked("192.0.2.1"); !blocked {
+	if _, blocked := admin.Blocked(netip.MustParseAddr("192.0.2.1")); !blocked {
 		t.Fatal("admin Blocked = false right after the block")
 	}
-	if _, blocked := s.Blocked("192.0.2.1"); blocked {
+	if _, blocked := s.Blocked(netip.MustParseAddr("192.0.2.1")); blocked {
 		t.Fatal("admin failures blocked the address on the public listener")
 	}
-	if _, blocked := s.AuthFailed(ctx, "192.0.2.1"); blocked {
+	if _, blocked := s.AuthFailed(ctx, netip.MustParseAddr("192.0.2.1")); blocked {
 		t.Fatal("the public listener's first failure was refused")
 	}
 	clk.advance(3 * time.Second)
-	if _, blocked := admin.Blocked("192.0.2.1"); blocked {
+	if _, blocked := admin.Blocked(netip.MustParseAddr("192.0.2.1")); blocked {
 		t.Fatal("still blocked after the retry time")
 	}
 
 	off := newService(t, newMemKeys(), clk, app.Options{Limiter: lim, Limits: app.Limits{AuthFailuresPerMinute: 0}})
 	for i := 0; i < 5; i++ {
-		if _, blocked := off.AdminAuth().AuthFailed(ctx, "192.0.2.9"); blocked {
+		if _, blocked := off.AdminAuth().AuthFailed(ctx, netip.MustParseAddr("192.0.2.9")); blocked {
 			t.Fatal("GATEWAY_AUTH_FAILURE_LIMIT=0 blocked an admin client")
 		}
 	}

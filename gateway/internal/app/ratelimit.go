@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"log/slog"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -300,13 +301,13 @@ func (t *leaseTable) pause(until time.Time) {
 
 // Blocked reports whether the client address ip is blocked for failing authentication too
 // often on the public listener, and for how much longer (see AuthGuard.Blocked).
-func (s *Service) Blocked(ip string) (time.Duration, bool) {
+func (s *Service) Blocked(ip netip.Addr) (time.Duration, bool) {
 	return s.publicAuth.Blocked(ip)
 }
 
 // AuthFailed counts a failed authentication from ip on the public listener (see
 // AuthGuard.AuthFailed).
-func (s *Service) AuthFailed(ctx context.Context, ip string) (time.Duration, bool) {
+func (s *Service) AuthFailed(ctx context.Context, ip netip.Addr) (time.Duration, bool) {
 	return s.publicAuth.AuthFailed(ctx, ip)
 }
 
@@ -332,14 +333,14 @@ func newAuthGuard(s *Service, bucket, what string) *AuthGuard {
 // often, and for how much longer. It asks no one: a replica learns of a block when one of the
 // address's failures is refused (AuthFailed), so a blocked address costs no Redis call and no
 // key lookup.
-func (g *AuthGuard) Blocked(ip string) (time.Duration, bool) {
+func (g *AuthGuard) Blocked(ip netip.Addr) (time.Duration, bool) {
 	return g.blocked.blocked(ip, g.s.now())
 }
 
 // AuthFailed counts a failed authentication from ip. When the address is over its limit it
 // is blocked until it is under again, and AuthFailed returns how long that is. A limiter
 // failure lets the failure through uncounted (fail open, logged).
-func (g *AuthGuard) AuthFailed(ctx context.Context, ip string) (time.Duration, bool) {
+func (g *AuthGuard) AuthFailed(ctx context.Context, ip netip.Addr) (time.Duration, bool) {
 	s := g.s
 	n := s.limits.AuthFailuresPerMinute
 	if s.limiter == nil || n <= 0 {
@@ -350,7 +351,7 @@ func (g *AuthGuard) AuthFailed(ctx context.Context, ip string) (time.Duration, b
 	}
 	ctx, cancel := context.WithTimeout(ctx, rateTimeout)
 	defer cancel()
-	d, err := s.limiter.Take(ctx, g.bucket+ip, n, n, time.Minute, 1)
+	d, err := s.limiter.Take(ctx, g.bucket+ip.String(), n, n, time.Minute, 1)
 	if err != nil {
 		s.leases.pause(s.now().Add(limiterPause))
 		s.redisLog.warn(ctx, "failed-authentication limit ("+g.what+") not enforced: the limiter is unavailable (failing open)", err)
@@ -378,14 +379,14 @@ const blockListSize = 10_000
 
 // blockList remembers blocked client addresses until their block ends.
 type blockList struct {
-	until *fifo.Map[string, time.Time]
+	until *fifo.Map[netip.Addr, time.Time]
 }
 
 func newBlockList(size int) *blockList {
-	return &blockList{until: fifo.New[string, time.Time](size)}
+	return &blockList{until: fifo.New[netip.Addr, time.Time](size)}
 }
 
-func (b *blockList) blocked(ip string, now time.Time) (time.Duration, bool) {
+func (b *blockList) blocked(ip netip.Addr, now time.Time) (time.Duration, bool) {
 	t, ok := b.until.Get(ip)
 	if !ok {
 		return 0, false
@@ -397,7 +398,7 @@ func (b *blockList) blocked(ip string, now time.Time) (time.Duration, bool) {
 	return t.Sub(now), true
 }
 
-func (b *blockList) block(ip string, until time.Time) { b.until.Put(ip, until) }
+func (b *blockList) block(ip netip.Addr, until time.Time) { b.until.Put(ip, until) }
 
 // throttledLog writes one warning per interval about a failing dependency, so an outage
 // under load is reported without flooding the log.

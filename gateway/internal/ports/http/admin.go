@@ -88,7 +88,7 @@ type admin struct {
 // address gets 429 until it is under again, the right token included, so the token cannot
 // be guessed at the speed of the network.
 func (a *admin) requireToken(c *fiber.Ctx) error {
-	ip := c.IP()
+	ip := clientIP(c)
 	if a.limit != nil {
 		if wait, blocked := a.limit.Blocked(ip); blocked {
 			return adminBlocked(c, wait)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"time"
 
@@ -49,10 +50,10 @@ func rateLimited(c *fiber.Ctx, retry time.Duration) *apierr.Error {
 // listener's is part of Limits).
 type AuthLimit interface {
 	// Blocked reports whether a client address is blocked for failed authentications.
-	Blocked(ip string) (time.Duration, bool)
+	Blocked(ip netip.Addr) (time.Duration, bool)
 	// AuthFailed counts a failed authentication and reports whether the address is now
 	// blocked, and for how long.
-	AuthFailed(ctx context.Context, ip string) (time.Duration, bool)
+	AuthFailed(ctx context.Context, ip netip.Addr) (time.Duration, bool)
 }
 
 // authBlocked is the 429 of a client address that failed authentication too often.

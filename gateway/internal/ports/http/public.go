@@ -41,12 +41,11 @@ type Authenticator interface {
 type Limits interface {
 	// RateLimit takes one request of the key; ok false when no limit applies.
 	RateLimit(ctx context.Context, k domain.Key) (d app.RateDecision, ok bool)
-	// Blocked reports whether a client address is blocked for failed authentications. ip
-	// is valid only during the call: Blocked must not keep it.
-	Blocked(ip string) (time.Duration, bool)
+	// Blocked reports whether a client address is blocked for failed authentications.
+	Blocked(ip netip.Addr) (time.Duration, bool)
 	// AuthFailed counts a failed authentication and reports whether the address is now
 	// blocked, and for how long.
-	AuthFailed(ctx context.Context, ip string) (time.Duration, bool)
+	AuthFailed(ctx context.Context, ip netip.Addr) (time.Duration, bool)
 }
 
 // Idempotency runs requests that carry an Idempotency-Key (app.Service).
@@ -192,8 +191,8 @@ func (p *public) serve(c *fiber.Ctx) error {
 // authenticate answers every bad credential with the same 401, and a client address that
 // keeps failing with 429 before its keys are even looked up.
 func (p *public) authenticate(c *fiber.Ctx) (domain.Key, error) {
-	var ipBuf [64]byte
-	if wait, blocked := p.limits.Blocked(clientIP(c, ipBuf[:0])); blocked {
+	ip := clientIP(c)
+	if wait, blocked := p.limits.Blocked(ip); blocked {
 		return domain.Key{}, authBlocked(c, wait)
 	}
 	err := app.ErrUnauthenticated
@@ -205,7 +204,7 @@ func (p *public) authenticate(c *fiber.Ctx) (domain.Key, error) {
 	case err == nil:
 		return k, nil
 	case errors.Is(err, app.ErrUnauthenticated):
-		if wait, blocked := p.limits.AuthFailed(c.UserContext(), c.IP()); blocked {
+		if wait, blocked := p.limits.AuthFailed(c.UserContext(), ip); blocked {
 			return domain.Key{}, authBlocked(c, wait)
 		}
 		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="Rental Platform API"`)
@@ -216,15 +215,11 @@ func (p *public) authenticate(c *fiber.Ctx) (domain.Key, error) {
 	}
 }
 
-// clientIP returns the client's address as c.IP() does, written into buf: a view, valid
-// while buf is, for looking up (Limits.Blocked), never for keeping.
-func clientIP(c *fiber.Ctx, buf []byte) string {
-	addr, ok := netip.AddrFromSlice(c.Context().RemoteIP())
-	if !ok {
-		return c.IP()
-	}
-	b := addr.Unmap().AppendTo(buf)
-	return unsafe.String(unsafe.SliceData(b), len(b))
+// clientIP returns the client's address, the one c.IP() names, as a value (c.IP() makes a
+// string per request).
+func clientIP(c *fiber.Ctx) netip.Addr {
+	addr, _ := netip.AddrFromSlice(c.Context().RemoteIP())
+	return addr.Unmap()
 }
 
 // bearer returns the token of an "Authorization: Bearer <token>" header. The scheme is
