@@ -65,13 +65,18 @@ func newServerMetrics(mp metric.MeterProvider, listener string, route func(*fibe
 			)
 		}),
 	}
+	// One instrument for every listener of the process (the gateway has two), each observing
+	// its own count through a callback of its own.
+	active, err := meter.Int64ObservableUpDownCounter(MetricActiveRequests, metric.WithUnit("{request}"),
+		metric.WithDescription("HTTP requests being served."))
+	if err != nil {
+		return nil, err
+	}
 	listenerAttr := metric.WithAttributeSet(attribute.NewSet(attribute.String("listener", listener)))
-	if _, err := meter.Int64ObservableUpDownCounter(MetricActiveRequests, metric.WithUnit("{request}"),
-		metric.WithDescription("HTTP requests being served."),
-		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
-			o.Observe(m.active.Load(), listenerAttr)
-			return nil
-		})); err != nil {
+	if _, err := meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		o.ObserveInt64(active, m.active.Load(), listenerAttr)
+		return nil
+	}, active); err != nil {
 		return nil, err
 	}
 	return m, nil
