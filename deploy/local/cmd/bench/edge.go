@@ -127,7 +127,7 @@ func benchEdge(ctx context.Context, st *stack.Stack, s settings, root, dataDir s
 		return cmd, nil
 	}
 
-	stubAddr, fiberAddr, nginxAddr, gwAddr, gwAdmin := freeAddr(), freeAddr(), freeAddr(), freeAddr(), freeAddr()
+	stubAddr, fiberAddr, nginxAddr, gwAddr := freeAddr(), freeAddr(), freeAddr(), freeAddr()
 	stub, err := start(self, nil, "serve-stub", stubAddr)
 	if err != nil {
 		return err
@@ -159,32 +159,50 @@ func benchEdge(ctx context.Context, st *stack.Stack, s settings, root, dataDir s
 	}
 	defer gwLog.Close()
 	stubURL := "http://" + stubAddr
-	env := []string{
-		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
-		"GATEWAY_ADDR=" + gwAddr, "ADMIN_ADDR=" + gwAdmin, "METRICS_ADDR=" + freeAddr(),
-		"ADMIN_TOKEN=admin_" + randomToken(), "INTERNAL_AUTH_SECRET=" + st.InternalAuthSecret,
-		"MONGODB_URI=" + st.MongoURI, "MONGODB_DATABASE=" + st.DatabasePrefix + "gateway", "REDIS_URL=" + st.RedisURL,
-		"VERIFICATION_URL=" + stubURL, "COLLECTIONS_URL=" + stubURL, "PAYMENTS_URL=" + stubURL, "WEBHOOKS_URL=" + stubURL,
-		"GATEWAY_RATE_LIMIT_TEST=1000000", "GATEWAY_RATE_LIMIT_LIVE=1000000", "GATEWAY_AUTH_FAILURE_LIMIT=60",
-		"OTEL_TRACES_SAMPLER=parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG=0.01",
-		"OTEL_EXPORTER_OTLP_ENDPOINT=" + sink.URL, "LOG_LEVEL=" + s.edgeLogLevel,
+	startGateway := func(bin, addr string) (*exec.Cmd, error) {
+		env := []string{
+			"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
+			"GATEWAY_ADDR=" + addr, "ADMIN_ADDR=" + freeAddr(), "METRICS_ADDR=" + freeAddr(),
+			"ADMIN_TOKEN=admin_" + randomToken(), "INTERNAL_AUTH_SECRET=" + st.InternalAuthSecret,
+			"MONGODB_URI=" + st.MongoURI, "MONGODB_DATABASE=" + st.DatabasePrefix + "gateway", "REDIS_URL=" + st.RedisURL,
+			"VERIFICATION_URL=" + stubURL, "COLLECTIONS_URL=" + stubURL, "PAYMENTS_URL=" + stubURL, "WEBHOOKS_URL=" + stubURL,
+			"GATEWAY_RATE_LIMIT_TEST=1000000", "GATEWAY_RATE_LIMIT_LIVE=1000000", "GATEWAY_AUTH_FAILURE_LIMIT=60",
+			"OTEL_TRACES_SAMPLER=parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG=0.01",
+			"OTEL_EXPORTER_OTLP_ENDPOINT=" + sink.URL, "LOG_LEVEL=" + s.edgeLogLevel,
+		}
+		gw := exec.CommandContext(ctx, bin)
+		// Its logs go through a pipe, as a container's stdout does, copied to the file by this
+		// process: writing the file is the collector's work, not the gateway's.
+		out, err := gw.StdoutPipe()
+		if err != nil {
+			return nil, err
+		}
+		go func() { _, _ = io.Copy(gwLog, out) }()
+		gw.Env, gw.Stderr = env, gwLog
+		if err := gw.Start(); err != nil {
+			return nil, err
+		}
+		procs = append(procs, gw)
+		return gw, nil
 	}
-	gw := exec.CommandContext(ctx, filepath.Join(dataDir, "bin", "gateway"))
-	// Its logs go through a pipe, as a container's stdout does, copied to the file by this
-	// process: writing the file is the collector's work, not the gateway's.
-	gwOut, err := gw.StdoutPipe()
+	gw, err := startGateway(filepath.Join(dataDir, "bin", "gateway"), gwAddr)
 	if err != nil {
 		return err
 	}
-	go func() { _, _ = io.Copy(gwLog, gwOut) }()
-	gw.Env, gw.Stderr = env, gwLog
-	if err := gw.Start(); err != nil {
-		return err
+	var ref *exec.Cmd
+	refAddr := freeAddr()
+	if s.edgeRefGateway != "" {
+		if ref, err = startGateway(s.edgeRefGateway, refAddr); err != nil {
+			return fmt.Errorf("-edge-ref-gateway: %w", err)
+		}
 	}
-	procs = append(procs, gw)
 
 	path := "/v1/webhook_endpoints/we_01h0000000000000000000000"
-	for _, u := range []string{"http://" + stubAddr + "/healthz", "http://" + fiberAddr + "/healthz", "http://" + nginxAddr + "/healthz", "http://" + gwAddr + "/readyz"} {
+	ready := []string{"http://" + stubAddr + "/healthz", "http://" + fiberAddr + "/healthz", "http://" + nginxAddr + "/healthz", "http://" + gwAddr + "/readyz"}
+	if ref != nil {
+		ready = append(ready, "http://"+refAddr+"/readyz")
+	}
+	for _, u := range ready {
 		if err := waitHTTP(ctx, u); err != nil {
 			return fmt.Errorf("edge bench: %w (logs in %s and %s)", err, gwLog.Name(), ngxDir)
 		}
@@ -194,6 +212,9 @@ func benchEdge(ctx context.Context, st *stack.Stack, s settings, root, dataDir s
 		{name: "nginx → stub", url: "http://" + nginxAddr + path, pid: ngx.Process.Pid},
 		{name: "bare Fiber proxy → stub", url: "http://" + fiberAddr + path, pid: fiberProxy.Process.Pid},
 		{name: "gateway → stub", url: "http://" + gwAddr + path, pid: gw.Process.Pid},
+	}
+	if ref != nil {
+		targets = append(targets, edgeTarget{name: "reference gateway → stub", url: "http://" + refAddr + path, pid: ref.Process.Pid})
 	}
 	auth := "Authorization: Bearer " + st.DevAPIKey
 	if r, err := runWrk(ctx, wrk, targets[3], auth, 64, time.Second); err != nil || r.errors > 0 {
@@ -220,14 +241,14 @@ func benchEdge(ctx context.Context, st *stack.Stack, s settings, root, dataDir s
 				return err
 			}
 			all[t.name] = append(all[t.name], r)
-			fmt.Fprintf(stdout, "    %-26s %s\n", t.name, r)
+			fmt.Fprintf(stdout, "    %-28s %s\n", t.name, r)
 		}
 	}
 	med := map[string]edgeResult{}
 	fmt.Fprintf(stdout, "  medians of %d rounds:\n", s.rounds)
 	for _, t := range targets {
 		med[t.name] = median(all[t.name])
-		fmt.Fprintf(stdout, "    %-26s %s\n", t.name, med[t.name])
+		fmt.Fprintf(stdout, "    %-28s %s\n", t.name, med[t.name])
 	}
 	g, n, f := med["gateway → stub"], med["nginx → stub"], med["bare Fiber proxy → stub"]
 	fmt.Fprintf(stdout, "  gateway / nginx:            req/s %.2f× (target ≥ 0.7), p99 %.2f× (target ≤ 1.5), CPU per request %.2f×\n",
@@ -235,6 +256,10 @@ func benchEdge(ctx context.Context, st *stack.Stack, s settings, root, dataDir s
 	fmt.Fprintf(stdout, "  gateway / bare Fiber proxy: req/s %.2f× (target ≥ 0.9), p99 %.2f×, CPU per request %.2f×\n",
 		g.rate/f.rate, float64(g.p99)/float64(f.p99), float64(g.cpuPerRq)/float64(f.cpuPerRq))
 	fmt.Fprintf(stdout, "  bare Fiber proxy / nginx:   req/s %.2f× (the floor of this design)\n", f.rate/n.rate)
+	if r, ok := med["reference gateway → stub"]; ok {
+		fmt.Fprintf(stdout, "  gateway / reference (%s): req/s %.2f×, p99 %.2f×, CPU per request %.2f×\n",
+			s.edgeRefGateway, g.rate/r.rate, float64(g.p99)/float64(r.p99), float64(g.cpuPerRq)/float64(r.cpuPerRq))
+	}
 	return chainAllocs(ctx, root, stdout)
 }
 

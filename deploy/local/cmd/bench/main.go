@@ -56,6 +56,9 @@ type settings struct {
 	only         string
 	rounds       int    // the edge comparison's rounds
 	edgeLogLevel string // the edge comparison's gateway's LOG_LEVEL
+	// edgeRefGateway is a gateway binary measured beside this one (another build: before a
+	// change), with the same settings.
+	edgeRefGateway string
 	// verification
 	verifRate     int
 	verifSessions int
@@ -79,6 +82,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	fs.IntVar(&s.deliveryRate, "delivery-rate", 1500, "deliveries/s offered in the delivery throughput run (20 endpoints); the target is to sustain at least 1,000")
 	fs.StringVar(&s.only, "only", "", "run only 'gateway' (the edge comparison, then the gateway against webhooks-svc), 'edge' (the edge comparison alone), 'delivery', 'verification', 'payments' or 'collections'")
 	fs.StringVar(&s.edgeLogLevel, "edge-log-level", "info", "LOG_LEVEL of the gateway in the edge comparison (warn: without access logs)")
+	fs.StringVar(&s.edgeRefGateway, "edge-ref-gateway", "", "a gateway binary (another build, say of the commit before a change) measured in the edge comparison beside this one, with the same settings")
 	fs.IntVar(&s.rounds, "rounds", 3, "rounds of the edge comparison (gateway), each running every target once in turn; medians are reported")
 	fs.IntVar(&s.verifRate, "verification-rate", 100, "verification sessions created per second")
 	fs.IntVar(&s.verifSessions, "verification-sessions", 10000, "verification sessions created, each then expiring")
