@@ -3,6 +3,8 @@ package app_test
 import (
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"net/netip"
 	"sync"
 	"testing"
@@ -367,4 +369,33 @@ func TestRateLimitJoinsTheCallUnderWay(t *testing.T) {
 	if lim.calls != 1 {
 		t.Fatalf("%d limiter calls for 20 requests within one batch, want 1", lim.calls)
 	}
+}
+
+// A request is refused only on Redis's word: one that waited through calls that left nothing
+// for it (their batches forfeited before it ran again, here because every reading of the clock
+// moves it past the lease window) makes a call of its own rather than answering 429.
+func TestRateLimitWaitingIsNeverARefusal(t *testing.T) {
+	ctx := context.Background()
+	clk := newClock()
+	lim := &blockingLimiter{block: map[int]bool{}, release: make(chan struct{})}
+	s := app.New(newMemKeys(), slog.New(slog.NewTextHandler(io.Discard, nil)), app.Options{
+		Limiter: lim, Limits: app.Limits{TestPerSecond: 5000},
+		Now: func() time.Time { clk.advance(25 * time.Millisecond); return clk.now() },
+	})
+	k, _ := mustCreate(t, s, "acct_a", false)
+	var wg sync.WaitGroup
+	for i := 0; i < 50; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; j < 20; j++ {
+				if d, ok := s.RateLimit(ctx, k); ok && !d.Allowed {
+					t.Errorf("refused without Redis refusing: %+v", d)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	s.WaitRefills()
 }

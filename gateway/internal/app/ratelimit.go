@@ -67,7 +67,9 @@ const rateTimeout = 250 * time.Millisecond
 // Bound: a replica holds at most one and a half batches of a bucket (the rest of one and the
 // next), taken from the bucket in Redis before they are handed out, so the replicas together
 // let through at most what the bucket allows plus one and a half batches each: 2 (test) and 3
-// (live) requests per replica at the default limits, 150 at 5,000/s.
+// (live) requests per replica at the default limits, 150 at 5,000/s. (One batch more, for a
+// moment, when a request that waited through maxJoins calls makes its own: a request is
+// refused only on Redis's word, never for having waited.)
 const (
 	leaseDivisor = 50
 	maxLease     = 100
@@ -132,11 +134,11 @@ func (s *Service) RateLimit(ctx context.Context, k domain.Key) (d RateDecision, 
 		}
 		if c := l.call; c != nil {
 			if waits == maxJoins {
-				// Three calls went by and left nothing for this request: the bucket is
-				// handing out all it has.
-				d := l.refused(now, time.Second/time.Duration(rate))
+				// Calls went by and left nothing for this request (others took their
+				// batches, or they were forfeited before it ran again): a call of its own,
+				// beside the one under way. Only Redis refuses a request.
 				l.mu.Unlock()
-				return d, true
+				return s.refill(ctx, l, nil, batch, true)
 			}
 			l.mu.Unlock()
 			<-c.done
@@ -155,7 +157,8 @@ func (s *Service) RateLimit(ctx context.Context, k domain.Key) (d RateDecision, 
 	}
 }
 
-// maxJoins bounds how many limiter calls of other requests a request waits for.
+// maxJoins bounds how many limiter calls of other requests a request waits for before it
+// makes one of its own.
 const maxJoins = 3
 
 // take hands out one request of the lease; l.mu is held.
@@ -169,9 +172,10 @@ func (l *lease) refused(now time.Time, retry time.Duration) RateDecision {
 	return RateDecision{Limit: l.rate, RetryAfter: retry, ResetAfter: max(l.resetAt.Sub(now), 0)}
 }
 
-// refill takes up to n requests of l's bucket from the limiter into the lease. For the request
-// that made the call (mine), it returns that request's decision: one of the batch, or the
-// refusal; ok is false when the limiter failed (rate limits are then paused: fail open).
+// refill takes up to n requests of l's bucket from the limiter into the lease. c is the call
+// the lease's waiters wait for (nil: nobody waits for this one). For the request that made the
+// call (mine), it returns that request's decision: one of the batch, or the refusal; ok is
+// false when the limiter failed (rate limits are then paused: fail open).
 func (s *Service) refill(ctx context.Context, l *lease, c *leaseCall, n int, mine bool) (d RateDecision, ok bool) {
 	cctx, cancel := context.WithTimeout(ctx, rateTimeout)
 	got, err := s.limiter.Take(cctx, l.bucket, l.rate, l.rate, time.Second, n)
@@ -179,12 +183,18 @@ func (s *Service) refill(ctx context.Context, l *lease, c *leaseCall, n int, min
 	now := s.now()
 	l.mu.Lock()
 	defer func() {
+		if c == nil { // a call beside the lease's (RateLimit, maxJoins)
+			l.mu.Unlock()
+			return
+		}
 		l.call = nil
 		l.mu.Unlock()
 		close(c.done)
 	}()
 	if err != nil {
-		c.failed = true
+		if c != nil {
+			c.failed = true
+		}
 		s.leases.pause(now.Add(limiterPause))
 		s.redisLog.warn(ctx, "rate limit not enforced: the limiter is unavailable (failing open)", err)
 		return RateDecision{}, false
