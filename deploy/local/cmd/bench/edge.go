@@ -98,7 +98,9 @@ type edgeResult struct {
 	rate     float64
 	p50, p99 time.Duration
 	cpuPerRq time.Duration
-	errors   int
+	errors   int // non2xx + socket
+	non2xx   int // answers other than 2xx and 3xx
+	socket   int // wrk's socket errors: connect, read, write, timeout
 }
 
 func benchEdge(ctx context.Context, st *stack.Stack, s settings, root, dataDir string, logOut io.Writer, stdout io.Writer) error {
@@ -266,7 +268,7 @@ func benchEdge(ctx context.Context, st *stack.Stack, s settings, root, dataDir s
 func (r edgeResult) String() string {
 	e := ""
 	if r.errors > 0 {
-		e = fmt.Sprintf("  NON-2xx/ERRORS %d", r.errors)
+		e = fmt.Sprintf("  ERRORS: %d non-2xx, %d socket (wrk: connect, read, write, timeout)", r.non2xx, r.socket)
 	}
 	return fmt.Sprintf("%8.0f req/s  p50 %7s  p99 %7s  CPU %5.1f µs/req%s", r.rate, ms(r.p50), ms(r.p99), float64(r.cpuPerRq)/float64(time.Microsecond), e)
 }
@@ -290,6 +292,8 @@ func median(rs []edgeResult) edgeResult {
 		p99:      time.Duration(pick(func(r edgeResult) float64 { return float64(r.p99) })),
 		cpuPerRq: time.Duration(pick(func(r edgeResult) float64 { return float64(r.cpuPerRq) })),
 		errors:   int(pick(func(r edgeResult) float64 { return float64(r.errors) })),
+		non2xx:   int(pick(func(r edgeResult) float64 { return float64(r.non2xx) })),
+		socket:   int(pick(func(r edgeResult) float64 { return float64(r.socket) })),
 	}
 }
 
@@ -325,14 +329,15 @@ func runWrk(ctx context.Context, wrk string, t edgeTarget, header string, conns 
 		}
 	}
 	if m := wrkNon2xx.FindStringSubmatch(text); m != nil {
-		r.errors, _ = strconv.Atoi(m[1])
+		r.non2xx, _ = strconv.Atoi(m[1])
 	}
 	if m := wrkSocketEr.FindStringSubmatch(text); m != nil {
 		for _, v := range m[1:] {
 			n, _ := strconv.Atoi(v)
-			r.errors += n
+			r.socket += n
 		}
 	}
+	r.errors = r.non2xx + r.socket
 	if m := wrkTotal.FindStringSubmatch(text); m != nil {
 		if n, _ := strconv.Atoi(m[1]); n > 0 {
 			r.cpuPerRq = cpu / time.Duration(n)
