@@ -168,8 +168,7 @@ func InjectTraceContext(ctx context.Context, prop propagation.TextMapPropagator,
 	if !sc.IsValid() {
 		return
 	}
-	var buf [traceparentLen]byte
-	formatTraceparent(&buf, sc)
+	buf := traceparent(sc)
 	h.SetBytesV(headerTraceparent, buf[:])
 	if ts := sc.TraceState(); ts.Len() > 0 {
 		h.Set(headerTracestate, ts.String())
@@ -182,8 +181,7 @@ func SetResponseTraceContext(h *fasthttp.ResponseHeader, sc trace.SpanContext) {
 	if !sc.IsValid() {
 		return
 	}
-	var buf [traceparentLen]byte
-	formatTraceparent(&buf, sc)
+	buf := traceparent(sc)
 	h.SetBytesV(headerTraceparent, buf[:])
 	if ts := sc.TraceState(); ts.Len() > 0 {
 		h.Set(headerTracestate, ts.String())
@@ -193,7 +191,8 @@ func SetResponseTraceContext(h *fasthttp.ResponseHeader, sc trace.SpanContext) {
 // traceparentLen is the length of a version-00 traceparent.
 const traceparentLen = 2 + 1 + 32 + 1 + 16 + 1 + 2
 
-func formatTraceparent(buf *[traceparentLen]byte, sc trace.SpanContext) {
+// traceparent is sc's traceparent header value.
+func traceparent(sc trace.SpanContext) (buf [traceparentLen]byte) {
 	tid, sid := sc.TraceID(), sc.SpanID()
 	flags := [1]byte{byte(sc.TraceFlags() & (trace.FlagsSampled | trace.FlagsRandom))}
 	buf[0], buf[1], buf[2] = '0', '0', '-'
@@ -202,6 +201,7 @@ func formatTraceparent(buf *[traceparentLen]byte, sc trace.SpanContext) {
 	hex.Encode(buf[36:52], sid[:])
 	buf[52] = '-'
 	hex.Encode(buf[53:55], flags[:])
+	return buf
 }
 
 // parseTraceparent reads a traceparent header (and its tracestate) as the OpenTelemetry W3C
