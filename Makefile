@@ -28,8 +28,10 @@ run: ## Build and start the whole platform on this machine (embedded MongoDB-com
 test: ## Run every module's tests with -race (uses REDIS_URL / MONGODB_URI when set, else embedded ones)
 	go test $(TEST_FLAGS) $(PACKAGES)
 
-bench: ## Start the platform and print load and latency figures (gateway vs direct; event to delivery; verification sessions: create latency, expiry; payments: collection rate, create latency, scheduled retries' memory; collections: filtered list over 10,000 cases, concurrent uploads and memory)
-	go run ./deploy/local/cmd/bench
+# BENCH_FLAGS are the bench driver's (go run ./deploy/local/cmd/bench -h): make bench BENCH_FLAGS='-only gateway'.
+BENCH_FLAGS ?=
+bench: ## Start the platform and print load and latency figures (the edge: gateway vs nginx vs a bare Fiber proxy, allocations per request; gateway vs direct; event to delivery; verification sessions: create latency, expiry; payments: collection rate, create latency, scheduled retries' memory; collections: filtered list over 10,000 cases, concurrent uploads and memory). One section: make bench BENCH_FLAGS='-only gateway'
+	go run ./deploy/local/cmd/bench $(BENCH_FLAGS)
 
 lint: ## gofmt, go vet, and staticcheck when installed
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

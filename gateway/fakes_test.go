@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -48,7 +49,16 @@ type fakeService struct {
 	// uploadStarted, when set, is closed once an upload's first MiB has arrived, which
 	// proves the gateway streams instead of buffering the whole body first.
 	uploadStarted chan struct{}
+	// downloadGate, when set, holds a file download (…/content) after its first MiB until it
+	// is closed, which proves the gateway passes the file on as it arrives.
+	downloadGate chan struct{}
 }
+
+// downloadSize is the size of the file the fake serves at …/content.
+const downloadSize = 25 << 20
+
+// downloadByte is the fake file's byte at offset i.
+func downloadByte(i int) byte { return byte(i*7 + i/1024) }
 
 func newFakeService(t testing.TB, name string, secret []byte) *fakeService {
 	t.Helper()
@@ -116,6 +126,31 @@ func (f *fakeService) serve(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 		}
 		writeJSON(w, http.StatusOK, map[string]string{"slept": "yes"})
+		return
+	case strings.HasSuffix(r.URL.Path, "/content"):
+		f.mu.Lock()
+		gate := f.downloadGate
+		f.mu.Unlock()
+		w.Header().Set("Content-Type", "application/pdf")
+		w.Header().Set("Content-Disposition", `attachment; filename="statement.pdf"`)
+		w.Header().Set("Content-Length", strconv.Itoa(downloadSize))
+		buf := make([]byte, 1<<20)
+		for off := 0; off < downloadSize; off += len(buf) {
+			for i := range buf {
+				buf[i] = downloadByte(off + i)
+			}
+			if _, err := w.Write(buf); err != nil {
+				return
+			}
+			if off == 0 && gate != nil {
+				w.(http.Flusher).Flush()
+				select {
+				case <-gate:
+				case <-time.After(20 * time.Second):
+					return
+				}
+			}
+		}
 		return
 	case strings.HasSuffix(r.URL.Path, "/missing"):
 		writeJSON(w, http.StatusNotFound, envelope("resource_missing", id.RequestID))

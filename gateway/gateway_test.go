@@ -33,6 +33,8 @@ type stack struct {
 	admin    string
 	metrics  string // the metrics listener's /metrics
 	redis    string // REDIS_URL of the gateway
+	mongoURI string // MONGODB_URI and MONGODB_DATABASE of the gateway
+	mongoDB  string
 }
 
 // startStack starts the gateway with env on top of the defaults (rate limits off); upstream URLs
@@ -70,7 +72,7 @@ func startStack(t testing.TB, env map[string]string) *stack {
 	for k, v := range env {
 		full[k] = v
 	}
-	s.redis = full["REDIS_URL"]
+	s.redis, s.mongoURI, s.mongoDB = full["REDIS_URL"], full["MONGODB_URI"], full["MONGODB_DATABASE"]
 	s.proc = servicetest.Start(t, run, full, "public", "admin", "metrics")
 	s.public, s.admin, s.metrics = s.proc.URL("public"), s.proc.URL("admin"), s.proc.URL("metrics")+"/metrics"
 	return s

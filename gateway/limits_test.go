@@ -4,8 +4,14 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"rentalplatform/embedded/redisstore"
 )
 
 // rateHeaders reads the RateLimit-* headers of a response (-1 when absent).
@@ -207,4 +213,99 @@ func TestGatewayAdminAuthFailureLimit(t *testing.T) {
 	if r := do(t, "GET", s.admin+"/admin/api_keys/"+key.ID, nil, bearer(testAdminToken)); r.status != 200 {
 		t.Fatalf("right token after Retry-After: %d %s", r.status, r.body)
 	}
+}
+
+// hammerKey sends GETs with secret to each of urls from conns goroutines apiece until stop,
+// and counts the answers by status; a 429 must carry Retry-After and the RateLimit headers.
+func hammerKey(t *testing.T, urls []string, secret string, conns int, stop func(sent int64) bool) (byStatus map[int]int64, elapsed time.Duration) {
+	t.Helper()
+	var mu sync.Mutex
+	byStatus = map[int]int64{}
+	var sent atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for _, u := range urls {
+		client := &fasthttp.HostClient{Addr: strings.TrimPrefix(u, "http://"), MaxConns: conns}
+		for range conns {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+				defer fasthttp.ReleaseRequest(req)
+				defer fasthttp.ReleaseResponse(resp)
+				req.SetRequestURI(u + "/v1/webhook_endpoints")
+				req.Header.Set("Authorization", "Bearer "+secret)
+				for !stop(sent.Add(1)) {
+					if err := client.Do(req, resp); err != nil {
+						t.Error(err)
+						return
+					}
+					st := resp.StatusCode()
+					if st == 429 && (len(resp.Header.Peek("Retry-After")) == 0 || string(resp.Header.Peek("RateLimit-Limit")) == "" ||
+						string(resp.Header.Peek("RateLimit-Remaining")) != "0" || len(resp.Header.Peek("RateLimit-Reset")) == 0) {
+						t.Errorf("429 without Retry-After and RateLimit headers: %s", resp.Header.String())
+						return
+					}
+					mu.Lock()
+					byStatus[st]++
+					mu.Unlock()
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	return byStatus, time.Since(start)
+}
+
+// Two gateways on one Redis share an account's limit: together they let through at most what
+// the bucket allows over the run, plus the documented overshoot (docs/architecture.md: a
+// replica holds at most one and a half batches, here batches of 1).
+func TestRateLimitAcrossTwoGateways(t *testing.T) {
+	t.Parallel()
+	rs := ownRedis(t)
+	const rate = 50
+	a := startStack(t, map[string]string{"REDIS_URL": rs.URL(), "GATEWAY_RATE_LIMIT_TEST": strconv.Itoa(rate)})
+	b := startStack(t, map[string]string{"REDIS_URL": rs.URL(), "GATEWAY_RATE_LIMIT_TEST": strconv.Itoa(rate),
+		"MONGODB_URI": a.mongoURI, "MONGODB_DATABASE": a.mongoDB})
+	key := a.createKey(t, "acct_two", false)
+	deadline := time.Now().Add(2 * time.Second)
+	got, elapsed := hammerKey(t, []string{a.public, b.public}, *key.Secret, 8, func(int64) bool { return time.Now().After(deadline) })
+	// The bucket: a burst of one second's worth, then the rate; each replica may hand out
+	// what it holds when the run ends (1.5 batches of 1, so 2), plus one for the Redis
+	// clock's coarse steps.
+	most := rate + int64(float64(rate)*(elapsed+20*time.Millisecond).Seconds()) + 2*2 + 1
+	t.Logf("two gateways, %s: %v; at most %d allowed", elapsed, got, most)
+	if got[200] > most || got[200] < rate {
+		t.Fatalf("%d requests allowed over %s by two gateways at %d/s, want %d to %d", got[200], elapsed, rate, rate, most)
+	}
+	if got[429] == 0 || len(got) != 2 {
+		t.Fatalf("answers %v, want 200s and 429s only", got)
+	}
+}
+
+// A flood over the limit is answered from what the gateway remembers: 10,000 refused requests
+// of one key cost fewer than 100 Redis calls.
+func TestRateLimitFloodSparesRedis(t *testing.T) {
+	t.Parallel()
+	rs := ownRedis(t)
+	s := startStack(t, map[string]string{"REDIS_URL": rs.URL(), "GATEWAY_RATE_LIMIT_TEST": "1"})
+	key := s.createKey(t, "acct_flood", false)
+	before := rs.Commands()
+	got, elapsed := hammerKey(t, []string{s.public}, *key.Secret, 16, func(sent int64) bool { return sent > 10_000 })
+	calls := rs.Commands() - before
+	t.Logf("10,000 requests at 1/s in %s: %v, %d Redis calls", elapsed, got, calls)
+	if got[429] < 10_000-2-int64(elapsed.Seconds()) || calls >= 100 {
+		t.Fatalf("%v in %s with %d Redis calls; want all but the bucket's few refused, with fewer than 100 calls", got, elapsed, calls)
+	}
+}
+
+// ownRedis starts an embedded Redis for this test alone, whose commands it can count.
+func ownRedis(t *testing.T) *redisstore.Store {
+	t.Helper()
+	rs, err := redisstore.Start(redisstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rs.Close)
+	return rs
 }

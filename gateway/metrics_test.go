@@ -37,7 +37,7 @@ func TestMetrics(t *testing.T) {
 		n                     uint64
 	}{
 		{"POST", "/v1/webhook_endpoints", "200", 2},
-		{"GET", "/v1/webhook_endpoints/*", "200", 1},
+		{"GET", "/v1/webhook_endpoints/:id", "200", 1},
 		{"GET", "unmatched", "404", 1},
 		{"GET", "/v1/webhook_endpoints", "401", 1},
 		{"POST", "/admin/api_keys", "201", 1},

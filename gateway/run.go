@@ -37,7 +37,9 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) (err
 	if err != nil {
 		return fmt.Errorf("gateway configuration: %w", err)
 	}
-	log := config.Logger(stdout, "gateway", cfg.LogLevel)
+	logOut := config.NewLogWriter(stdout)
+	defer logOut.Flush() // last: after every line of the shutdown
+	log := config.Logger(logOut, "gateway", cfg.LogLevel)
 
 	// Cleanups run after the listeners stopped, with their own budget: ctx is over by then.
 	cleanup := func(f func(context.Context) error, what string) {
@@ -137,11 +139,12 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) (err
 	public := httpport.NewPublic(httpport.PublicConfig{
 		Logger: log, Keys: svc, Limits: svc, Idempotency: svc, Signer: signer, Services: services,
 		BodyLimit: cfg.BodyLimit, UploadBodyLimit: cfg.UploadBodyLimit, IDs: idgen,
-		TracerProvider: tel.TracerProvider, Propagator: tel.Propagator, MeterProvider: tel.MeterProvider, Checks: checks,
+		TracerProvider: tel.TracerProvider, Propagator: tel.Propagator, Sampler: tel.Sampler, MeterProvider: tel.MeterProvider,
+		Checks: checks,
 	})
 	admin := httpport.NewAdmin(httpport.AdminConfig{
 		Logger: log, Keys: svc, Token: cfg.AdminToken, AuthLimit: svc.AdminAuth(), IDs: idgen,
-		TracerProvider: tel.TracerProvider, Propagator: tel.Propagator, MeterProvider: tel.MeterProvider,
+		TracerProvider: tel.TracerProvider, Propagator: tel.Propagator, Sampler: tel.Sampler, MeterProvider: tel.MeterProvider,
 	})
 
 	// One failing listener stops the other and the background writer.

@@ -17,16 +17,17 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
-	"github.com/gofiber/contrib/otelfiber/v2"
 	"github.com/gofiber/fiber/v2"
 	"go.opentelemetry.io/otel/metric"
-	noopmetric "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
 	"rentalplatform/libs/apierr"
 	"rentalplatform/libs/identity"
+	"rentalplatform/libs/ids"
 	"rentalplatform/libs/jsonbody"
 	"rentalplatform/libs/listing"
 )
@@ -46,6 +47,10 @@ type Config struct {
 	// TracerProvider and Propagator instrument requests; nil leaves them untraced.
 	TracerProvider trace.TracerProvider
 	Propagator     propagation.TextMapPropagator
+	// Sampler is TracerProvider's sampler (telemetry.Telemetry.Sampler), which must draw root
+	// trace ids with telemetry.IDGenerator: requests the sampler drops then cost no span at
+	// all (tracing.go). Nil asks the tracer provider for a span on every request.
+	Sampler sdktrace.Sampler
 	// MeterProvider records the requests' rate, errors and duration (metrics.go); nil records
 	// nothing. Listener names the app in the metrics ("http", "public", "admin").
 	MeterProvider metric.MeterProvider
@@ -55,8 +60,9 @@ type Config struct {
 	// strings that outlive the request: the gateway, which matches its routes itself, names
 	// them from a table.
 	Route func(*fiber.Ctx) string
-	// RequestID, when set, names requests that carry no gateway identity (the gateway itself).
-	RequestID func(*fiber.Ctx) string
+	// RequestIDs, when set, names requests that carry no gateway identity (the gateway
+	// itself) with ids.Request ids.
+	RequestIDs *ids.Generator
 	// StreamBody, when set, makes the server stream request bodies instead of reading them
 	// whole before the handler runs, and says which requests get the stream (file uploads).
 	// Those handlers read c.Context().RequestBodyStream() themselves and bound what they read:
@@ -68,10 +74,16 @@ type Config struct {
 
 type localsKey int
 
-const (
-	identityKey localsKey = iota
-	requestIDKey
-)
+// requestKey holds the request's *requestInfo.
+const requestKey localsKey = 0
+
+// requestInfo is what the middleware knows of a request, in one allocation: the identity and
+// the request id, whose bytes a gateway-made id keeps in buf.
+type requestInfo struct {
+	identity  identity.Identity
+	requestID string
+	buf       [32 + ids.EncodedLen]byte
+}
 
 // New returns a Fiber app with the platform's middleware installed.
 func New(cfg Config) *fiber.App {
@@ -118,15 +130,7 @@ func New(cfg Config) *fiber.App {
 		route = func(c *fiber.Ctx) string { return c.Route().Path }
 	}
 	if cfg.TracerProvider != nil {
-		app.Use(otelfiber.Middleware(
-			otelfiber.WithTracerProvider(cfg.TracerProvider),
-			otelfiber.WithPropagators(cfg.Propagator),
-			// Its own metrics would carry client addresses and ports as labels, unbounded;
-			// the metrics are ours (metrics.go).
-			otelfiber.WithMeterProvider(noopmetric.NewMeterProvider()),
-			otelfiber.WithNext(isHealth),
-			otelfiber.WithSpanNameFormatter(func(c *fiber.Ctx) string { return c.Method() + " " + route(c) }),
-		))
+		app.Use(newServerTracer(cfg.TracerProvider, cfg.Sampler, cfg.Propagator, route).handle)
 	}
 	var metrics *serverMetrics
 	if cfg.MeterProvider != nil {
@@ -143,18 +147,20 @@ func New(cfg Config) *fiber.App {
 			id, err := cfg.Signer.Verify(func(k string) string { return strings.Clone(c.Get(k)) }, c.Method(), c.Path())
 			if err != nil {
 				log.WarnContext(c.UserContext(), "request without a valid gateway identity", "error", err.Error(), "path", c.Path(), "remote", c.IP())
-				c.Locals(requestIDKey, strings.Clone(c.Get(identity.HeaderRequestID)))
+				c.Locals(requestKey, &requestInfo{requestID: strings.Clone(c.Get(identity.HeaderRequestID))})
 				if c.Request().IsBodyStream() {
-					// Unread, or tracing would read all of it (see streamedBodies).
+					// Dropped unread (see streamedBodies).
 					c.Request().ResetBody()
 				}
 				return apierr.New(401, apierr.Authentication, apierr.CodeIdentityInvalid,
 					"This service only accepts requests forwarded by the gateway.")
 			}
-			c.Locals(identityKey, id)
-			c.Locals(requestIDKey, id.RequestID)
-		} else if cfg.RequestID != nil {
-			c.Locals(requestIDKey, cfg.RequestID(c))
+			c.Locals(requestKey, &requestInfo{identity: id, requestID: id.RequestID})
+		} else if cfg.RequestIDs != nil {
+			info := &requestInfo{}
+			id := cfg.RequestIDs.Append(info.buf[:0], ids.Request)
+			info.requestID = unsafe.String(&id[0], len(id)) // buf is never written again
+			c.Locals(requestKey, info)
 		}
 		if id := RequestID(c); id != "" {
 			c.Set(HeaderRequestID, id)
@@ -165,11 +171,10 @@ func New(cfg Config) *fiber.App {
 }
 
 // streamedBodies gives the requests stream selects their body as a stream and reads every
-// other body whole under limit. The tracing middleware (otelfiber) measures the request body
-// once the handler is done, and measuring a stream reads all of it into memory: so a streaming
-// handler must read its body to the end or drop the rest (c.Request().ResetBody()) itself, as
-// the identity check does for a request it refuses. The server then drains a small rest or
-// closes the connection.
+// other body whole under limit. Anything that asks for c.Body() after the handler would read
+// all of a stream into memory: so a streaming handler must read its body to the end or drop
+// the rest (c.Request().ResetBody()) itself, as the identity check does for a request it
+// refuses. The server then drains a small rest or closes the connection.
 func streamedBodies(stream func(*fiber.Ctx) bool, limit int) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		req := c.Request()
@@ -232,14 +237,18 @@ func accessLog(log *slog.Logger, metrics *serverMetrics) fiber.Handler {
 			level = slog.LevelError
 		}
 		ctx := c.UserContext()
-		if log.Enabled(ctx, level) {
-			log.LogAttrs(ctx, level, "request",
+		if h := log.Handler(); h.Enabled(ctx, level) {
+			// The record is made here rather than by log.LogAttrs, which walks the stack for
+			// the caller's position on every line: no handler of ours reports it.
+			r := slog.NewRecord(time.Now(), level, "request", 0)
+			r.AddAttrs(
 				slog.String("request_id", RequestID(c)),
 				slog.String("method", c.Method()),
 				slog.String("path", c.Path()),
 				slog.Int("status", status),
 				slog.Duration("duration", took),
 			)
+			_ = h.Handle(ctx, r)
 		}
 		return nil
 	}
@@ -289,14 +298,18 @@ func fromFiber(c *fiber.Ctx, fe *fiber.Error) *apierr.Error {
 
 // Identity returns the gateway identity of the request (zero outside identity-checked routes).
 func Identity(c *fiber.Ctx) identity.Identity {
-	id, _ := c.Locals(identityKey).(identity.Identity)
-	return id
+	if info, ok := c.Locals(requestKey).(*requestInfo); ok {
+		return info.identity
+	}
+	return identity.Identity{}
 }
 
 // RequestID returns the request's id, or "".
 func RequestID(c *fiber.Ctx) string {
-	id, _ := c.Locals(requestIDKey).(string)
-	return id
+	if info, ok := c.Locals(requestKey).(*requestInfo); ok {
+		return info.requestID
+	}
+	return ""
 }
 
 // DecodeJSON decodes the request body into dst (see package jsonbody). A body that is not

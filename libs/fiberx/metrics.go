@@ -3,6 +3,7 @@ package fiberx
 import (
 	"context"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -30,12 +31,11 @@ const maxAttrSets = 4096
 // allocates nothing.
 type serverMetrics struct {
 	duration metric.Float64Histogram
-	active   metric.Int64UpDownCounter
 	route    func(*fiber.Ctx) string
-	// activeOpts are the active-requests counter's options: the listener is its only label, so
-	// in-flight requests are counted without per-request work.
-	activeOpts []metric.AddOption
-	sets       *telemetry.AttrSets[attrKey]
+	// active counts the requests in flight; the SDK reads it when metrics are collected (an
+	// observable counter), so a request costs two atomic adds rather than two SDK calls.
+	active atomic.Int64
+	sets   *telemetry.AttrSets[attrKey]
 }
 
 type attrKey struct {
@@ -52,17 +52,11 @@ func newServerMetrics(mp metric.MeterProvider, listener string, route func(*fibe
 	if err != nil {
 		return nil, err
 	}
-	active, err := meter.Int64UpDownCounter(MetricActiveRequests, metric.WithUnit("{request}"),
-		metric.WithDescription("HTTP requests being served."))
-	if err != nil {
-		return nil, err
-	}
 	if route == nil {
 		route = func(c *fiber.Ctx) string { return c.Route().Path }
 	}
-	return &serverMetrics{
-		duration: duration, active: active, route: route,
-		activeOpts: []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("listener", listener)))},
+	m := &serverMetrics{
+		duration: duration, route: route,
 		sets: telemetry.NewAttrSets(maxAttrSets, func(k attrKey) attribute.Set {
 			return attribute.NewSet(
 				attribute.String("http.request.method", k.method),
@@ -70,20 +64,32 @@ func newServerMetrics(mp metric.MeterProvider, listener string, route func(*fibe
 				attribute.Int("http.response.status_code", k.status),
 			)
 		}),
-	}, nil
+	}
+	// One instrument for every listener of the process (the gateway has two), each observing
+	// its own count through a callback of its own.
+	active, err := meter.Int64ObservableUpDownCounter(MetricActiveRequests, metric.WithUnit("{request}"),
+		metric.WithDescription("HTTP requests being served."))
+	if err != nil {
+		return nil, err
+	}
+	listenerAttr := metric.WithAttributeSet(attribute.NewSet(attribute.String("listener", listener)))
+	if _, err := meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		o.ObserveInt64(active, m.active.Load(), listenerAttr)
+		return nil
+	}, active); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 // begin counts a request in flight; end counts it out.
-func (m *serverMetrics) begin() {
-	m.active.Add(context.Background(), 1, m.activeOpts...)
-}
+func (m *serverMetrics) begin() { m.active.Add(1) }
 
 // end records a finished request. ctx is background: the request's own context may be over by
 // now, and an exemplar's trace is not kept.
 func (m *serverMetrics) end(c *fiber.Ctx, status int, took time.Duration) {
-	ctx := context.Background()
-	m.active.Add(ctx, -1, m.activeOpts...)
-	m.duration.Record(ctx, took.Seconds(), m.sets.Options(attrKey{method: knownMethod(c.Method()), route: m.route(c), status: status})...)
+	m.active.Add(-1)
+	m.duration.Record(context.Background(), took.Seconds(), m.sets.Options(attrKey{method: knownMethod(c.Method()), route: m.route(c), status: status})...)
 }
 
 // knownMethod returns the method as one of a fixed set of strings (the semantic conventions'

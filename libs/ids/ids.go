@@ -58,6 +58,12 @@ func NewGenerator(now func() time.Time) *Generator {
 // New returns prefix followed by 26 characters: 48 bits of Unix milliseconds and 80 bits of
 // randomness, Crockford base32.
 func (g *Generator) New(prefix string) string {
+	var buf [32 + EncodedLen]byte
+	return string(g.Append(buf[:0], prefix))
+}
+
+// Append appends a new id (New) to dst.
+func (g *Generator) Append(dst []byte, prefix string) []byte {
 	var b [16]byte
 	g.mu.Lock()
 	ms := uint64(g.now().UnixMilli())
@@ -75,7 +81,8 @@ func (g *Generator) New(prefix string) string {
 	b[1] = byte(ms >> 32)
 	binary.BigEndian.PutUint32(b[2:6], uint32(ms))
 	copy(b[6:], rnd[:])
-	return prefix + encode(b)
+	dst = append(dst, prefix...)
+	return appendEncoded(dst, b)
 }
 
 // increment adds one to a big-endian number; on the (astronomically unlikely) overflow it
@@ -89,8 +96,8 @@ func increment(r *[10]byte) {
 	}
 }
 
-// encode writes 128 bits as 26 base32 digits (the top digit carries 3 bits).
-func encode(b [16]byte) string {
+// appendEncoded appends 128 bits as 26 base32 digits (the top digit carries 3 bits).
+func appendEncoded(dst []byte, b [16]byte) []byte {
 	hi := binary.BigEndian.Uint64(b[:8])
 	lo := binary.BigEndian.Uint64(b[8:])
 	var out [EncodedLen]byte
@@ -99,7 +106,7 @@ func encode(b [16]byte) string {
 		lo = lo>>5 | hi<<59
 		hi >>= 5
 	}
-	return string(out[:])
+	return append(dst, out[:]...)
 }
 
 // Time returns the creation time encoded in an id made by New, or false if id does not carry

@@ -41,6 +41,7 @@ type Runtime struct {
 	App *fiber.App
 
 	cfg     config.Base
+	logOut  *config.LogWriter // Log's output, flushed by Close
 	checks  []fiberx.Check
 	closers []func(context.Context) error
 	bg      *background // nil until Go is first called
@@ -58,7 +59,8 @@ func WithStreamedBodies(stream func(*fiber.Ctx) bool) Option {
 
 // Start builds the runtime from the shared configuration. On error nothing is left open.
 func Start(ctx context.Context, name string, cfg config.Base, stdout io.Writer, opts ...Option) (*Runtime, error) {
-	rt := &Runtime{Name: name, cfg: cfg, Log: config.Logger(stdout, name, cfg.LogLevel)}
+	logOut := config.NewLogWriter(stdout)
+	rt := &Runtime{Name: name, cfg: cfg, Log: config.Logger(logOut, name, cfg.LogLevel), logOut: logOut}
 	signer, err := identity.NewSigner(cfg.InternalAuthSecret, nil)
 	if err != nil {
 		return nil, err
@@ -86,7 +88,7 @@ func Start(ctx context.Context, name string, cfg config.Base, stdout io.Writer, 
 	}
 	rt.AddCheck("mongodb", func(ctx context.Context) error { return mongox.Ping(ctx, db) })
 	appCfg := fiberx.Config{Service: name, Logger: rt.Log, Signer: signer,
-		TracerProvider: rt.Tel.TracerProvider, Propagator: rt.Tel.Propagator,
+		TracerProvider: rt.Tel.TracerProvider, Propagator: rt.Tel.Propagator, Sampler: rt.Tel.Sampler,
 		MeterProvider: rt.Tel.MeterProvider, Listener: "http"}
 	for _, o := range opts {
 		o(&appCfg)
@@ -136,5 +138,8 @@ func (rt *Runtime) Close() error {
 		cancel()
 	}
 	rt.closers = nil
+	if rt.logOut != nil {
+		rt.logOut.Flush() // the lines of the shutdown too
+	}
 	return errors.Join(errs...)
 }

@@ -59,6 +59,10 @@ type Telemetry struct {
 	MeterProvider metric.MeterProvider
 	// Metrics is the scrape endpoint's handler (GET /metrics on the metrics listener).
 	Metrics http.Handler
+	// Sampler is the tracer provider's sampler, for middleware that decides whether a request
+	// is traced before it asks the provider for a span (fiberx). The provider draws root
+	// trace ids with IDGenerator, so such middleware can hand it the id it sampled.
+	Sampler sdktrace.Sampler
 	// Resource describes the process on every span and in the metrics' target_info.
 	Resource *resource.Resource
 
@@ -79,7 +83,8 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("telemetry resource: %w", err)
 	}
-	opts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res), sdktrace.WithSampler(sampler)}
+	opts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res), sdktrace.WithSampler(sampler),
+		sdktrace.WithIDGenerator(IDGenerator())}
 	if cfg.TracesEndpoint != "" {
 		exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(cfg.TracesEndpoint))
 		if err != nil {
@@ -91,7 +96,7 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 	prop := propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 	otel.SetTracerProvider(tp)
 	otel.SetTextMapPropagator(prop)
-	t := &Telemetry{TracerProvider: tp, Propagator: prop, Resource: res}
+	t := &Telemetry{TracerProvider: tp, Propagator: prop, Resource: res, Sampler: sampler}
 	t.shutdown = append(t.shutdown, tp.Shutdown)
 	if err := t.setupMetrics(res); err != nil {
 		return nil, errors.Join(err, t.Shutdown(ctx))

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"log/slog"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -52,9 +53,23 @@ const rateTimeout = 250 * time.Millisecond
 // hands them out itself for a short while, so that a busy account costs Redis (and the
 // request path) one script call per batch, not one per request. A batch is a fiftieth of a
 // second's worth, at most 100 and at least 1: at the default limits (25/s test, 100/s live)
-// it is 1 and 2, so the limit is exact to within 2 requests per replica; at a limit of 5,000/s
-// it is 100. Requests of a batch not handed out within leaseWindow are forfeited (the limit
-// errs on the strict side).
+// it is 1 and 2; at a limit of 5,000/s it is 100. Requests of a batch not handed out within
+// leaseWindow are forfeited (the limit errs on the strict side).
+//
+// No request waits behind another's Redis call while the lease has requests to hand out: a
+// bucket whose last batch ran out within its window is busy, and its next batch is fetched
+// in the background once half of the current one is gone. A request that finds the lease
+// empty while a call is under way joins that call and is served from what it brings back,
+// instead of queueing a call of its own. A refusal is remembered until its Retry-After, so a
+// flood over the limit is answered from memory: one Redis call per Retry-After, not one per
+// request.
+//
+// Bound: a replica holds at most one and a half batches of a bucket (the rest of one and the
+// next), taken from the bucket in Redis before they are handed out, so the replicas together
+// let through at most what the bucket allows plus one and a half batches each: 2 (test) and 3
+// (live) requests per replica at the default limits, 150 at 5,000/s. (One batch more, for a
+// moment, when a request that waited through maxJoins calls makes its own: a request is
+// refused only on Redis's word, never for having waited.)
 const (
 	leaseDivisor = 50
 	maxLease     = 100
@@ -74,12 +89,12 @@ func (s *Service) RateLimit(ctx context.Context, k domain.Key) (d RateDecision, 
 	if s.limiter == nil {
 		return RateDecision{}, false
 	}
-	var bucket string
+	var bucket bucketKey
 	var rate int
 	if own, has := k.RateLimit(); has {
-		bucket, rate = "key:"+k.ID(), own.PerSecond
+		bucket, rate = bucketKey{own: true, id: k.ID()}, own.PerSecond
 	} else {
-		bucket, rate = "acct:"+k.Account()+":"+modeName(k.Livemode()), s.limits.TestPerSecond
+		bucket, rate = bucketKey{id: k.Account(), live: k.Livemode()}, s.limits.TestPerSecond
 		if k.Livemode() {
 			rate = s.limits.LivePerSecond
 		}
@@ -92,54 +107,173 @@ func (s *Service) RateLimit(ctx context.Context, k domain.Key) (d RateDecision, 
 		return RateDecision{}, false
 	}
 	l := s.leases.get(bucket, rate, now)
+	batch := min(max(rate/leaseDivisor, 1), maxLease)
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if now.Before(l.deniedUntil) {
-		return RateDecision{Limit: rate, RetryAfter: l.deniedUntil.Sub(now), ResetAfter: l.resetAt.Sub(now)}, true
-	}
-	if l.tokens == 0 || !now.Before(l.until) {
-		batch := min(max(rate/leaseDivisor, 1), maxLease)
-		cctx, cancel := context.WithTimeout(ctx, rateTimeout)
-		got, err := s.limiter.Take(cctx, bucket, rate, rate, time.Second, batch)
-		cancel()
-		if err != nil {
-			s.leases.pause(now.Add(limiterPause))
-			s.redisLog.warn(ctx, "rate limit not enforced: the limiter is unavailable (failing open)", err)
-			return RateDecision{}, false
+	for waits := 0; ; waits++ {
+		if l.tokens > 0 && !now.Before(l.until) {
+			l.tokens, l.busy = 0, false // forfeited: the bucket is not that busy
 		}
-		l.resetAt = now.Add(got.ResetAfter)
-		if got.Granted == 0 {
-			l.tokens = 0
-			l.deniedUntil = now.Add(got.RetryAfter)
-			return RateDecision{Limit: rate, RetryAfter: got.RetryAfter, ResetAfter: got.ResetAfter}, true
+		if l.tokens > 0 {
+			d := l.take(now)
+			if l.busy && l.call == nil && l.tokens <= batch/2 && !now.Before(l.deniedUntil) {
+				// Fetch the next batch before anyone needs it.
+				c := l.startCall()
+				s.refills.Add(1)
+				go func() {
+					defer s.refills.Done()
+					s.refill(context.WithoutCancel(ctx), l, c, batch, false)
+				}()
+			}
+			l.mu.Unlock()
+			return d, true
 		}
-		l.tokens, l.remaining, l.until = got.Granted, got.Remaining, now.Add(leaseWindow)
+		if now.Before(l.deniedUntil) {
+			d := l.refused(now, l.deniedUntil.Sub(now))
+			l.mu.Unlock()
+			return d, true
+		}
+		if c := l.call; c != nil {
+			if waits == maxJoins {
+				// Calls went by and left nothing for this request (others took their
+				// batches, or they were forfeited before it ran again): a call of its own,
+				// beside the one under way. Only Redis refuses a request.
+				l.mu.Unlock()
+				return s.refill(ctx, l, nil, batch, true)
+			}
+			l.mu.Unlock()
+			<-c.done
+			if c.failed {
+				return RateDecision{}, false
+			}
+			now = s.now()
+			l.mu.Lock()
+			continue
+		}
+		// A batch used up within its window: the bucket is busy, fetch ahead from now on.
+		l.busy = now.Before(l.until)
+		c := l.startCall()
+		l.mu.Unlock()
+		return s.refill(ctx, l, c, batch, true)
 	}
+}
+
+// maxJoins bounds how many limiter calls of other requests a request waits for before it
+// makes one of its own.
+const maxJoins = 3
+
+// take hands out one request of the lease; l.mu is held.
+func (l *lease) take(now time.Time) RateDecision {
 	l.tokens--
-	return RateDecision{Allowed: true, Limit: rate, Remaining: l.remaining + l.tokens, ResetAfter: max(l.resetAt.Sub(now), 0)}, true
+	return RateDecision{Allowed: true, Limit: l.rate, Remaining: l.remaining + l.tokens, ResetAfter: max(l.resetAt.Sub(now), 0)}
+}
+
+// refused is the answer to a request refused for retry; l.mu is held.
+func (l *lease) refused(now time.Time, retry time.Duration) RateDecision {
+	return RateDecision{Limit: l.rate, RetryAfter: retry, ResetAfter: max(l.resetAt.Sub(now), 0)}
+}
+
+// refill takes up to n requests of l's bucket from the limiter into the lease. c is the call
+// the lease's waiters wait for (nil: nobody waits for this one). For the request that made the
+// call (mine), it returns that request's decision: one of the batch, or the refusal; ok is
+// false when the limiter failed (rate limits are then paused: fail open).
+func (s *Service) refill(ctx context.Context, l *lease, c *leaseCall, n int, mine bool) (d RateDecision, ok bool) {
+	cctx, cancel := context.WithTimeout(ctx, rateTimeout)
+	got, err := s.limiter.Take(cctx, l.bucket, l.rate, l.rate, time.Second, n)
+	cancel()
+	now := s.now()
+	l.mu.Lock()
+	defer func() {
+		if c == nil { // a call beside the lease's (RateLimit, maxJoins)
+			l.mu.Unlock()
+			return
+		}
+		l.call = nil
+		l.mu.Unlock()
+		close(c.done)
+	}()
+	if err != nil {
+		if c != nil {
+			c.failed = true
+		}
+		s.leases.pause(now.Add(limiterPause))
+		s.redisLog.warn(ctx, "rate limit not enforced: the limiter is unavailable (failing open)", err)
+		return RateDecision{}, false
+	}
+	l.resetAt = now.Add(got.ResetAfter)
+	if got.Granted == 0 {
+		l.deniedUntil = now.Add(got.RetryAfter)
+		if l.tokens > 0 && now.Before(l.until) && mine {
+			return l.take(now), true // what is left of the last batch is still good
+		}
+		return l.refused(now, got.RetryAfter), true
+	}
+	if !now.Before(l.until) {
+		l.tokens = 0
+	}
+	l.tokens += got.Granted
+	l.remaining, l.until = got.Remaining, now.Add(leaseWindow)
+	if got.Remaining == 0 {
+		// The bucket is empty: the next request's worth comes back in one emission interval
+		// (GCRA), and a request that finds the lease empty before then is refused here.
+		l.deniedUntil = now.Add(time.Second / time.Duration(l.rate))
+	}
+	if mine {
+		return l.take(now), true
+	}
+	return RateDecision{}, true
+}
+
+// bucketKey names a bucket without building its Redis name on every request.
+type bucketKey struct {
+	own  bool   // a key's own limit: id is the key's id; else id is the account
+	id   string // key id or account
+	live bool
+}
+
+func (b bucketKey) name() string {
+	if b.own {
+		return "key:" + b.id
+	}
+	return "acct:" + b.id + ":" + modeName(b.live)
 }
 
 // leaseTable holds one lease per bucket in use on this replica.
 type leaseTable struct {
 	mu          sync.Mutex
-	m           map[string]*lease
+	m           map[bucketKey]*lease
 	pausedUntil time.Time
 }
 
-// lease is a batch of one bucket's requests this replica may hand out.
+// lease is what this replica may hand out of one bucket.
 type lease struct {
+	bucket string // the limiter's name of the bucket
+	rate   int
+
 	mu          sync.Mutex
-	rate        int
-	tokens      int       // requests left in the batch
-	until       time.Time // the batch is forfeited after this
-	remaining   int       // the bucket's remaining when the batch was taken
-	resetAt     time.Time // when the bucket is full again
-	deniedUntil time.Time // refused until then without asking Redis
+	tokens      int        // requests left to hand out
+	until       time.Time  // they are forfeited after this
+	remaining   int        // the bucket's remaining when the last batch was taken
+	resetAt     time.Time  // when the bucket is full again
+	deniedUntil time.Time  // refused until then without asking Redis
+	busy        bool       // batches run out within their window: fetch the next ahead
+	call        *leaseCall // the limiter call under way, if any
 }
 
-func newLeaseTable() *leaseTable { return &leaseTable{m: map[string]*lease{}} }
+// leaseCall is a limiter call under way; requests that find the lease empty wait for it.
+type leaseCall struct {
+	done   chan struct{}
+	failed bool // set before done is closed
+}
 
-func (t *leaseTable) get(bucket string, rate int, now time.Time) *lease {
+// startCall marks a limiter call under way; l.mu is held.
+func (l *lease) startCall() *leaseCall {
+	l.call = &leaseCall{done: make(chan struct{})}
+	return l.call
+}
+
+func newLeaseTable() *leaseTable { return &leaseTable{m: map[bucketKey]*lease{}} }
+
+func (t *leaseTable) get(bucket bucketKey, rate int, now time.Time) *lease {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	l, ok := t.m[bucket]
@@ -150,7 +284,7 @@ func (t *leaseTable) get(bucket string, rate int, now time.Time) *lease {
 		// Drop the idle ones; a dropped lease only costs one more Redis call.
 		for b, x := range t.m {
 			x.mu.Lock()
-			idle := !now.Before(x.until) && !now.Before(x.deniedUntil)
+			idle := !now.Before(x.until) && !now.Before(x.deniedUntil) && x.call == nil
 			x.mu.Unlock()
 			if idle {
 				delete(t.m, b)
@@ -158,7 +292,7 @@ func (t *leaseTable) get(bucket string, rate int, now time.Time) *lease {
 		}
 	}
 	// A new lease, also when the rate changed (a per-key limit was changed).
-	l = &lease{rate: rate}
+	l = &lease{bucket: bucket.name(), rate: rate}
 	t.m[bucket] = l
 	return l
 }
@@ -177,13 +311,13 @@ func (t *leaseTable) pause(until time.Time) {
 
 // Blocked reports whether the client address ip is blocked for failing authentication too
 // often on the public listener, and for how much longer (see AuthGuard.Blocked).
-func (s *Service) Blocked(ip string) (time.Duration, bool) {
+func (s *Service) Blocked(ip netip.Addr) (time.Duration, bool) {
 	return s.publicAuth.Blocked(ip)
 }
 
 // AuthFailed counts a failed authentication from ip on the public listener (see
 // AuthGuard.AuthFailed).
-func (s *Service) AuthFailed(ctx context.Context, ip string) (time.Duration, bool) {
+func (s *Service) AuthFailed(ctx context.Context, ip netip.Addr) (time.Duration, bool) {
 	return s.publicAuth.AuthFailed(ctx, ip)
 }
 
@@ -209,14 +343,14 @@ func newAuthGuard(s *Service, bucket, what string) *AuthGuard {
 // often, and for how much longer. It asks no one: a replica learns of a block when one of the
 // address's failures is refused (AuthFailed), so a blocked address costs no Redis call and no
 // key lookup.
-func (g *AuthGuard) Blocked(ip string) (time.Duration, bool) {
+func (g *AuthGuard) Blocked(ip netip.Addr) (time.Duration, bool) {
 	return g.blocked.blocked(ip, g.s.now())
 }
 
 // AuthFailed counts a failed authentication from ip. When the address is over its limit it
 // is blocked until it is under again, and AuthFailed returns how long that is. A limiter
 // failure lets the failure through uncounted (fail open, logged).
-func (g *AuthGuard) AuthFailed(ctx context.Context, ip string) (time.Duration, bool) {
+func (g *AuthGuard) AuthFailed(ctx context.Context, ip netip.Addr) (time.Duration, bool) {
 	s := g.s
 	n := s.limits.AuthFailuresPerMinute
 	if s.limiter == nil || n <= 0 {
@@ -227,7 +361,7 @@ func (g *AuthGuard) AuthFailed(ctx context.Context, ip string) (time.Duration, b
 	}
 	ctx, cancel := context.WithTimeout(ctx, rateTimeout)
 	defer cancel()
-	d, err := s.limiter.Take(ctx, g.bucket+ip, n, n, time.Minute, 1)
+	d, err := s.limiter.Take(ctx, g.bucket+ip.String(), n, n, time.Minute, 1)
 	if err != nil {
 		s.leases.pause(s.now().Add(limiterPause))
 		s.redisLog.warn(ctx, "failed-authentication limit ("+g.what+") not enforced: the limiter is unavailable (failing open)", err)
@@ -255,14 +389,14 @@ const blockListSize = 10_000
 
 // blockList remembers blocked client addresses until their block ends.
 type blockList struct {
-	until *fifo.Map[string, time.Time]
+	until *fifo.Map[netip.Addr, time.Time]
 }
 
 func newBlockList(size int) *blockList {
-	return &blockList{until: fifo.New[string, time.Time](size)}
+	return &blockList{until: fifo.New[netip.Addr, time.Time](size)}
 }
 
-func (b *blockList) blocked(ip string, now time.Time) (time.Duration, bool) {
+func (b *blockList) blocked(ip netip.Addr, now time.Time) (time.Duration, bool) {
 	t, ok := b.until.Get(ip)
 	if !ok {
 		return 0, false
@@ -274,7 +408,7 @@ func (b *blockList) blocked(ip string, now time.Time) (time.Duration, bool) {
 	return t.Sub(now), true
 }
 
-func (b *blockList) block(ip string, until time.Time) { b.until.Put(ip, until) }
+func (b *blockList) block(ip netip.Addr, until time.Time) { b.until.Put(ip, until) }
 
 // throttledLog writes one warning per interval about a failing dependency, so an outage
 // under load is reported without flooding the log.

@@ -5,6 +5,7 @@ package app
 
 import (
 	"log/slog"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/singleflight"
@@ -65,6 +66,7 @@ type Service struct {
 	limiter  RateLimiter
 	limits   Limits
 	leases   *leaseTable
+	refills  sync.WaitGroup // batches fetched ahead, in the background
 	redisLog *throttledLog
 	// Failed authentications: API keys on the public listener, the token on the admin one.
 	publicAuth *AuthGuard

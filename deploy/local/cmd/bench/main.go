@@ -1,7 +1,8 @@
 // Command bench starts the platform as `make run` does (embedded stores unless MONGODB_URI /
-// REDIS_URL are set) and measures it from outside: authenticated GET /v1/webhook_endpoints/:id
-// through the gateway and the same request sent straight to webhooks-svc with a valid internal
-// identity, event-to-delivery latency and throughput, verification sessions (create latency,
+// REDIS_URL are set) and measures it from outside: the edge (the gateway with production
+// settings against nginx and a bare Fiber proxy, all in front of one stub service, with wrk;
+// edge.go), authenticated GET /v1/webhook_endpoints/:id through the gateway and the same
+// request sent straight to webhooks-svc with a valid internal identity, event-to-delivery latency and throughput, verification sessions (create latency,
 // expiry at expires_at), payments and collection cases (a filtered list over 10,000 cases,
 // concurrent uploads and the service's memory). It prints figures next to the targets; it
 // asserts nothing.
@@ -31,6 +32,11 @@ import (
 )
 
 func main() {
+	if ok, err := serveMode(os.Args[1:]); ok {
+		// One of the edge comparison's servers (edge.go): it serves until killed.
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout)
 	stop()
@@ -48,6 +54,11 @@ type settings struct {
 	eventRate    int
 	deliveryRate int
 	only         string
+	rounds       int    // the edge comparison's rounds
+	edgeLogLevel string // the edge comparison's gateway's LOG_LEVEL
+	// edgeRefGateway is a gateway binary measured beside this one (another build: before a
+	// change), with the same settings.
+	edgeRefGateway string
 	// verification
 	verifRate     int
 	verifSessions int
@@ -69,7 +80,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	fs.DurationVar(&s.warmup, "warmup", 2*time.Second, "unmeasured load before each run")
 	fs.IntVar(&s.eventRate, "event-rate", 200, "events/s for the event-to-delivery latency run")
 	fs.IntVar(&s.deliveryRate, "delivery-rate", 1500, "deliveries/s offered in the delivery throughput run (20 endpoints); the target is to sustain at least 1,000")
-	fs.StringVar(&s.only, "only", "", "run only 'gateway', 'delivery', 'verification', 'payments' or 'collections'")
+	fs.StringVar(&s.only, "only", "", "run only 'gateway' (the edge comparison, then the gateway against webhooks-svc), 'edge' (the edge comparison alone), 'delivery', 'verification', 'payments' or 'collections'")
+	fs.StringVar(&s.edgeLogLevel, "edge-log-level", "info", "LOG_LEVEL of the gateway in the edge comparison (warn: without access logs)")
+	fs.StringVar(&s.edgeRefGateway, "edge-ref-gateway", "", "a gateway binary (another build, say of the commit before a change) measured in the edge comparison beside this one, with the same settings")
+	fs.IntVar(&s.rounds, "rounds", 3, "rounds of the edge comparison (gateway), each running every target once in turn; medians are reported")
 	fs.IntVar(&s.verifRate, "verification-rate", 100, "verification sessions created per second")
 	fs.IntVar(&s.verifSessions, "verification-sessions", 10000, "verification sessions created, each then expiring")
 	fs.DurationVar(&s.verifTTL, "verification-ttl", 2*time.Minute, "the sessions' lifetime (VERIFICATION_SESSION_TTL); longer than the creates take keeps the two phases apart")
@@ -82,8 +96,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if !slices.Contains([]string{"", "gateway", "delivery", "verification", "payments", "collections"}, s.only) {
-		return fmt.Errorf("-only %q: want gateway, delivery, verification, payments or collections", s.only)
+	if !slices.Contains([]string{"", "gateway", "edge", "delivery", "verification", "payments", "collections"}, s.only) {
+		return fmt.Errorf("-only %q: want gateway, edge, delivery, verification, payments or collections", s.only)
+	}
+	if s.rounds < 1 {
+		return fmt.Errorf("-rounds %d: want at least 1", s.rounds)
 	}
 	if s.collUploadMiB < 1 || s.collUploadMiB > 25 {
 		return fmt.Errorf("-collection-upload-mib %d: want 1 to 25 (the service's file limit)", s.collUploadMiB)
@@ -138,6 +155,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	defer st.Stop()
 
+	if s.only == "" || s.only == "gateway" || s.only == "edge" {
+		if err := benchEdge(ctx, st, s, root, dataDir, logFile, stdout); err != nil {
+			return err
+		}
+	}
 	if s.only == "" || s.only == "gateway" {
 		if err := benchGateway(ctx, st, s, getenv, stdout); err != nil {
 			return err

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"syscall"
 	"time"
@@ -48,6 +49,9 @@ const (
 	// UploadWriteTimeout bounds sending one streamed body to the service. The client's side of
 	// the transfer is bounded by the public listener's read timeout (60 s).
 	UploadWriteTimeout = 2 * time.Minute
+	// MaxStreamDuration bounds one streamed response (Stream) from the request to its last
+	// byte. The client's side is bounded by the public listener's write timeout (60 s).
+	MaxStreamDuration = 2 * time.Minute
 )
 
 // Config describes one service.
@@ -64,6 +68,10 @@ type Upstream struct {
 	timeout time.Duration
 	client  *fasthttp.HostClient
 	upload  *fasthttp.HostClient
+	// stream carries the responses that are passed on as they arrive (Stream). It is
+	// net/http's, whose ResponseHeaderTimeout bounds the wait for the answer and leaves the
+	// body to flow at the client's pace; fasthttp's deadlines would cover the whole body.
+	stream *http.Client
 }
 
 // New returns the upstream for cfg.
@@ -109,7 +117,63 @@ func New(cfg Config) (*Upstream, error) {
 	// timeout starts once the body is sent (ReadTimeout), not when the request starts.
 	up.upload.ReadTimeout = cfg.Timeout
 	up.upload.WriteTimeout = UploadWriteTimeout
+	up.stream = &http.Client{
+		Transport: &http.Transport{
+			DialContext:           (&net.Dialer{Timeout: MaxConnWait}).DialContext,
+			MaxConnsPerHost:       MaxUploadConns,
+			MaxIdleConnsPerHost:   MaxUploadConns,
+			IdleConnTimeout:       MaxIdleConn,
+			ResponseHeaderTimeout: cfg.Timeout,
+			DisableCompression:    true, // the body passes as the service sent it
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
 	return up, nil
+}
+
+// Streamed is a service's answer whose body is read as it arrives. Body must be closed.
+type Streamed struct {
+	Status        int
+	Header        http.Header
+	Body          io.ReadCloser
+	ContentLength int64 // -1 when unknown
+}
+
+// Stream sends req, which has no body, and returns the answer once its header has arrived,
+// within the timeout; the body follows as the caller reads it, within MaxStreamDuration of
+// the start. Errors are classified as Do's are.
+func (u *Upstream) Stream(req *fasthttp.Request) (*Streamed, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), MaxStreamDuration)
+	hr, err := http.NewRequestWithContext(ctx, string(req.Header.Method()), string(req.URI().FullURI()), nil)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("%s: %w: %w", u.name, ErrBadResponse, err)
+	}
+	for k, v := range req.Header.All() {
+		hr.Header.Add(string(k), string(v))
+	}
+	if hr.Header.Get("User-Agent") == "" {
+		hr.Header.Set("User-Agent", "rental-gateway")
+	}
+	resp, err := u.stream.Do(hr)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("%s: %w: %w", u.name, classify(err), err)
+	}
+	return &Streamed{Status: resp.StatusCode, Header: resp.Header, ContentLength: resp.ContentLength,
+		Body: &streamBody{ReadCloser: resp.Body, cancel: cancel}}, nil
+}
+
+// streamBody ends the request's context with the body.
+type streamBody struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b *streamBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
 }
 
 // Name returns the service's name.
@@ -117,8 +181,8 @@ func (u *Upstream) Name() string { return u.name }
 
 // SetURI points req at path?query on this service. path must already be clean.
 func (u *Upstream) SetURI(req *fasthttp.Request, path string, query []byte) {
-	b := make([]byte, 0, len(u.base)+len(path)+1+len(query))
-	b = append(b, u.base...)
+	var buf [512]byte // on the stack unless the URI is longer
+	b := append(buf[:0], u.base...)
 	b = append(b, path...)
 	if len(query) > 0 {
 		b = append(b, '?')

@@ -13,6 +13,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
 	"rentalplatform/gateway/internal/app"
@@ -41,6 +42,7 @@ type AdminConfig struct {
 	IDs            *ids.Generator
 	TracerProvider trace.TracerProvider
 	Propagator     propagation.TextMapPropagator
+	Sampler        sdktrace.Sampler // fiberx.Config.Sampler
 	MeterProvider  metric.MeterProvider
 	// AuthLimit limits wrong tokens per client address as the public listener limits bad
 	// API keys (GATEWAY_AUTH_FAILURE_LIMIT); nil: unlimited.
@@ -58,9 +60,10 @@ func NewAdmin(cfg AdminConfig) *fiber.App {
 		Logger:         cfg.Logger,
 		TracerProvider: cfg.TracerProvider,
 		Propagator:     cfg.Propagator,
+		Sampler:        cfg.Sampler,
 		MeterProvider:  cfg.MeterProvider,
 		Listener:       "admin",
-		RequestID:      func(*fiber.Ctx) string { return cfg.IDs.New(ids.Request) },
+		RequestIDs:     cfg.IDs,
 	})
 	guardServer(app, cfg.IDs)
 	a := &admin{keys: cfg.Keys, tokenHash: sha256.Sum256([]byte(cfg.Token)), limit: cfg.AuthLimit}
@@ -85,7 +88,7 @@ type admin struct {
 // address gets 429 until it is under again, the right token included, so the token cannot
 // be guessed at the speed of the network.
 func (a *admin) requireToken(c *fiber.Ctx) error {
-	ip := c.IP()
+	ip := clientIP(c)
 	if a.limit != nil {
 		if wait, blocked := a.limit.Blocked(ip); blocked {
 			return adminBlocked(c, wait)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"time"
 
@@ -25,14 +26,17 @@ const codeAuthRateLimited = "authentication_rate_limited"
 
 // seconds rounds d up to whole seconds, the unit of Retry-After and RateLimit-Reset.
 func seconds(d time.Duration) string {
-	return strconv.FormatInt(int64(math.Ceil(d.Seconds())), 10)
+	return strconv.FormatInt(ceilSeconds(d), 10)
 }
+
+func ceilSeconds(d time.Duration) int64 { return int64(math.Ceil(d.Seconds())) }
 
 func setRateHeaders(c *fiber.Ctx, d app.RateDecision) {
 	h := &c.Response().Header
-	h.Set(headerRateLimit, strconv.Itoa(d.Limit))
-	h.Set(headerRateRemaining, strconv.Itoa(d.Remaining))
-	h.Set(headerRateReset, seconds(d.ResetAfter))
+	var buf [20]byte
+	h.SetBytesV(headerRateLimit, strconv.AppendInt(buf[:0], int64(d.Limit), 10))
+	h.SetBytesV(headerRateRemaining, strconv.AppendInt(buf[:0], int64(d.Remaining), 10))
+	h.SetBytesV(headerRateReset, strconv.AppendInt(buf[:0], ceilSeconds(d.ResetAfter), 10))
 }
 
 // rateLimited is the 429 of a key over its account's (or its own) rate limit.
@@ -46,10 +50,10 @@ func rateLimited(c *fiber.Ctx, retry time.Duration) *apierr.Error {
 // listener's is part of Limits).
 type AuthLimit interface {
 	// Blocked reports whether a client address is blocked for failed authentications.
-	Blocked(ip string) (time.Duration, bool)
+	Blocked(ip netip.Addr) (time.Duration, bool)
 	// AuthFailed counts a failed authentication and reports whether the address is now
 	// blocked, and for how long.
-	AuthFailed(ctx context.Context, ip string) (time.Duration, bool)
+	AuthFailed(ctx context.Context, ip netip.Addr) (time.Duration, bool)
 }
 
 // authBlocked is the 429 of a client address that failed authentication too often.

@@ -5,9 +5,10 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"strings"
+	"net/netip"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
@@ -15,9 +16,11 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"rentalplatform/gateway/internal/adapters/upstream"
 	"rentalplatform/gateway/internal/app"
 	"rentalplatform/gateway/internal/domain"
 	"rentalplatform/libs/apierr"
@@ -29,7 +32,8 @@ import (
 // Authenticator checks secret keys (app.Service).
 type Authenticator interface {
 	// Authenticate returns the active key for secret, app.ErrUnauthenticated for any secret
-	// that is not one, or another error when the key store cannot be asked.
+	// that is not one, or another error when the key store cannot be asked. secret is a view
+	// of the request's header, valid only during the call: Authenticate must not keep it.
 	Authenticate(ctx context.Context, secret string) (domain.Key, error)
 }
 
@@ -38,10 +42,10 @@ type Limits interface {
 	// RateLimit takes one request of the key; ok false when no limit applies.
 	RateLimit(ctx context.Context, k domain.Key) (d app.RateDecision, ok bool)
 	// Blocked reports whether a client address is blocked for failed authentications.
-	Blocked(ip string) (time.Duration, bool)
+	Blocked(ip netip.Addr) (time.Duration, bool)
 	// AuthFailed counts a failed authentication and reports whether the address is now
 	// blocked, and for how long.
-	AuthFailed(ctx context.Context, ip string) (time.Duration, bool)
+	AuthFailed(ctx context.Context, ip netip.Addr) (time.Duration, bool)
 }
 
 // Idempotency runs requests that carry an Idempotency-Key (app.Service).
@@ -65,6 +69,7 @@ type PublicConfig struct {
 	IDs             *ids.Generator
 	TracerProvider  trace.TracerProvider
 	Propagator      propagation.TextMapPropagator
+	Sampler         sdktrace.Sampler // fiberx.Config.Sampler
 	// MeterProvider records the requests' rate, errors and duration per resource; nil
 	// records nothing.
 	MeterProvider metric.MeterProvider
@@ -120,10 +125,11 @@ func NewPublic(cfg PublicConfig) *fiber.App {
 		BodyLimit:      cfg.BodyLimit,
 		TracerProvider: cfg.TracerProvider,
 		Propagator:     cfg.Propagator,
+		Sampler:        cfg.Sampler,
 		MeterProvider:  cfg.MeterProvider,
 		Listener:       "public",
 		Route:          func(c *fiber.Ctx) string { return routes.of(c.Path()) },
-		RequestID:      func(*fiber.Ctx) string { return cfg.IDs.New(ids.Request) },
+		RequestIDs:     cfg.IDs,
 	})
 	// Bodies are read by the handler, not by the server: the limit depends on the route, and
 	// uploads go to the service as they arrive instead of being held whole in memory. fiberx
@@ -185,7 +191,7 @@ func (p *public) serve(c *fiber.Ctx) error {
 // authenticate answers every bad credential with the same 401, and a client address that
 // keeps failing with 429 before its keys are even looked up.
 func (p *public) authenticate(c *fiber.Ctx) (domain.Key, error) {
-	ip := c.IP()
+	ip := clientIP(c)
 	if wait, blocked := p.limits.Blocked(ip); blocked {
 		return domain.Key{}, authBlocked(c, wait)
 	}
@@ -209,15 +215,26 @@ func (p *public) authenticate(c *fiber.Ctx) (domain.Key, error) {
 	}
 }
 
+// clientIP returns the client's address, the one c.IP() names, as a value (c.IP() makes a
+// string per request).
+func clientIP(c *fiber.Ctx) netip.Addr {
+	addr, _ := netip.AddrFromSlice(c.Context().RemoteIP())
+	return addr.Unmap()
+}
+
 // bearer returns the token of an "Authorization: Bearer <token>" header. The scheme is
-// case-insensitive (RFC 9110 §11.1).
+// case-insensitive (RFC 9110 §11.1). The token is a view of h, not a copy: it is valid only
+// while h is.
 func bearer(h []byte) (string, bool) {
 	const scheme = "bearer "
 	if len(h) <= len(scheme) || !bytes.EqualFold(h[:len(scheme)], []byte(scheme)) {
 		return "", false
 	}
-	tok := strings.TrimSpace(string(h[len(scheme):]))
-	return tok, tok != ""
+	tok := bytes.TrimSpace(h[len(scheme):])
+	if len(tok) == 0 {
+		return "", false
+	}
+	return unsafe.String(&tok[0], len(tok)), true
 }
 
 // forward signs the request, sends it to the service and copies the answer back. A POST with
@@ -260,21 +277,28 @@ func (p *public) forward(c *fiber.Ctx, key domain.Key, rt route, method, path, i
 		return err
 	}
 
-	ctx, span := p.tracer.Start(c.UserContext(), "forward "+rt.service.Name(),
-		trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(attribute.String("rental.upstream", rt.service.Name()), attribute.String("http.request.method", method)))
-	defer span.End()
-	p.propagator.Inject(ctx, headerCarrier{&out.Header})
-	p.signer.Sign(out.Header.Set, identity.Identity{
+	// The call is a span of its own only when the request's span records; otherwise the
+	// service gets the request's span context (unsampled: the service samples it out too).
+	ctx, span := c.UserContext(), trace.SpanFromContext(c.UserContext())
+	if span.IsRecording() {
+		ctx, span = p.tracer.Start(ctx, "forward "+rt.service.Name(),
+			trace.WithSpanKind(trace.SpanKindClient),
+			trace.WithAttributes(attribute.String("rental.upstream", rt.service.Name()), attribute.String("http.request.method", method)))
+		defer span.End()
+	}
+	fiberx.InjectTraceContext(ctx, p.propagator, &out.Header)
+	p.signer.SignRequest(&out.Header, identity.Identity{
 		Account:        key.Account(),
 		Livemode:       key.Livemode(),
 		RequestID:      fiberx.RequestID(c),
 		IdempotencyKey: idemKey,
 	}, method, path)
 
-	if err := rt.service.Do(out, resp); err != nil {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, "upstream call failed")
+	failed := func(err error) error {
+		if span.IsRecording() {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, "upstream call failed")
+		}
 		// A streamed body that failed on the client's side is the client's error, whatever
 		// the service connection then reported.
 		if body != nil && body.err != nil {
@@ -285,7 +309,24 @@ func (p *public) forward(c *fiber.Ctx, key domain.Key, rt route, method, path, i
 			"method", method, "path", path)
 		return fromUpstream(err)
 	}
-	span.SetAttributes(attribute.Int("http.response.status_code", resp.StatusCode()))
+	if rt.download && method == fiber.MethodGet {
+		// A file: passed on as it arrives, never held whole (up to 25 MiB).
+		sr, err := rt.service.Stream(out)
+		if err != nil {
+			return failed(err)
+		}
+		if span.IsRecording() {
+			span.SetAttributes(attribute.Int("http.response.status_code", sr.Status))
+		}
+		copyStreamed(c, sr)
+		return nil
+	}
+	if err := rt.service.Do(out, resp); err != nil {
+		return failed(err)
+	}
+	if span.IsRecording() {
+		span.SetAttributes(attribute.Int("http.response.status_code", resp.StatusCode()))
+	}
 	copyResponse(c, resp)
 	if idem != nil {
 		idem.complete(resp, body)
@@ -307,6 +348,26 @@ func copyResponse(c *fiber.Ctx, resp *fasthttp.Response) {
 	c.Response().SetBody(resp.Body())
 }
 
+// copyStreamed is copyResponse for a streamed answer: the body goes to the client as it
+// arrives, and is closed once sent (or when the client goes).
+func copyStreamed(c *fiber.Ctx, sr *upstream.Streamed) {
+	c.Status(sr.Status)
+	dst := &c.Response().Header
+	for k, vs := range sr.Header {
+		if hopHeader([]byte(k)) {
+			continue
+		}
+		for _, v := range vs {
+			dst.Add(k, v)
+		}
+	}
+	size := int(sr.ContentLength)
+	if size < 0 {
+		size = -1 // chunked
+	}
+	c.Response().SetBodyStream(sr.Body, size)
+}
+
 // hopHeader reports whether a response header stays at the gateway. fasthttp hands keys over
 // in canonical form.
 func hopHeader(k []byte) bool {
@@ -317,17 +378,4 @@ func hopHeader(k []byte) bool {
 		return true
 	}
 	return bytes.HasPrefix(k, []byte("X-Rental-"))
-}
-
-// headerCarrier lets the OpenTelemetry propagator write trace context into a fasthttp request.
-type headerCarrier struct{ h *fasthttp.RequestHeader }
-
-func (c headerCarrier) Get(key string) string { return string(c.h.Peek(key)) }
-func (c headerCarrier) Set(key, value string) { c.h.Set(key, value) }
-func (c headerCarrier) Keys() []string {
-	var keys []string
-	for k := range c.h.All() {
-		keys = append(keys, string(k))
-	}
-	return keys
 }

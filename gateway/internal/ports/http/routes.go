@@ -41,6 +41,9 @@ type route struct {
 	// upload marks /v1/collection_cases/:id/files, whose POST body is streamed under the
 	// upload limit rather than buffered under the JSON limit.
 	upload bool
+	// download marks /v1/collection_cases/:id/files/:file_id/content, whose answer (a file of
+	// up to 25 MiB) is passed on as it arrives rather than buffered.
+	download bool
 	// resource is what a restricted key needs permission for.
 	resource domain.Resource
 }
@@ -64,13 +67,32 @@ func (s Services) match(path string) (route, bool) {
 	if svc == nil || !known {
 		return route{}, false
 	}
-	return route{service: svc, upload: isUpload(rest), resource: res}, true
+	return route{service: svc, upload: isUpload(rest), download: isDownload(rest), resource: res}, true
 }
 
 // isUpload reports whether rest (the path after /v1/) is collection_cases/<id>/files.
 func isUpload(rest string) bool {
-	parts := strings.Split(rest, "/")
-	return len(parts) == 3 && parts[0] == "collection_cases" && parts[1] != "" && parts[2] == "files"
+	id, ok := strings.CutPrefix(rest, "collection_cases/")
+	if !ok {
+		return false
+	}
+	id, ok = strings.CutSuffix(id, "/files")
+	return ok && id != "" && !strings.Contains(id, "/")
+}
+
+// isDownload reports whether rest (the path after /v1/) is
+// collection_cases/<id>/files/<file_id>/content.
+func isDownload(rest string) bool {
+	rest, ok := strings.CutPrefix(rest, "collection_cases/")
+	if !ok {
+		return false
+	}
+	rest, ok = strings.CutSuffix(rest, "/content")
+	if !ok {
+		return false
+	}
+	id, fileID, ok := strings.Cut(rest, "/files/")
+	return ok && id != "" && fileID != "" && !strings.Contains(id, "/") && !strings.Contains(fileID, "/")
 }
 
 // cleanPath reports whether path is already in canonical form: only unreserved characters
@@ -106,14 +128,62 @@ func cleanPath(path string) bool {
 // spans and metrics.
 const routeUnmatched = "unmatched"
 
-// routeNames names the public listener's requests in spans and metrics (http.route). The
-// gateway routes by resource, so it names by resource: "/v1/<resource>" for the resource's
-// collection, "/v1/<resource>/*" for everything below it, "/v1/test_helpers/<resource>/*" for
-// its test helpers; the services name their own routes precisely. Every name is made once,
-// here, so naming a request allocates nothing and the names are a bounded set.
-type routeNames map[string]resourceRoutes
+// routeTemplates are the services' routes, as they register them with Fiber. The gateway routes
+// by resource and never needs them to forward a request; they name its spans and metrics
+// ("GET /v1/webhook_endpoints/:id"), so a dashboard tells one API operation from another. A
+// route a service adds and this list lacks is named by its resource (routeNames.of).
+var routeTemplates = []string{
+	"/v1/verification_sessions",
+	"/v1/verification_sessions/:id",
+	"/v1/verification_sessions/:id/cancel",
+	"/v1/verification_sessions/:id/redact",
+	"/v1/verification_reports/:id",
+	"/v1/test_helpers/verification_sessions/:id/advance",
+	"/v1/collection_cases",
+	"/v1/collection_cases/ref/:reference",
+	"/v1/collection_cases/:id",
+	"/v1/collection_cases/:id/pause",
+	"/v1/collection_cases/:id/resume",
+	"/v1/collection_cases/:id/close",
+	"/v1/collection_cases/:id/payments",
+	"/v1/collection_cases/:id/files",
+	"/v1/collection_cases/:id/files/:file_id/content",
+	"/v1/payment_agreements",
+	"/v1/payment_agreements/:id",
+	"/v1/payment_agreements/:id/cancel",
+	"/v1/payment_requests",
+	"/v1/payment_requests/bulk",
+	"/v1/payment_requests/:id",
+	"/v1/payment_requests/:id/cancel",
+	"/v1/test_helpers/payment_requests/:id/advance",
+	"/v1/webhook_endpoints",
+	"/v1/webhook_endpoints/:id",
+	"/v1/webhook_endpoints/:id/rotate_secret",
+	"/v1/webhook_endpoints/:id/deliveries",
+	"/v1/events",
+	"/v1/events/:id",
+	"/v1/events/:id/deliveries",
+	"/v1/webhook_deliveries/:id/retry",
+}
 
-type resourceRoutes struct{ collection, below, helpers string }
+// routeNames names the public listener's requests in spans and metrics (http.route): by the
+// service's route template when one fits the path, else by resource ("/v1/<resource>/*" for
+// anything below the resource's collection, "/v1/test_helpers/<resource>/*" for its test
+// helpers). Every name is made once, here, so naming a request allocates nothing and the names
+// are a bounded set.
+type routeNames map[string]*resourceRoutes
+
+type resourceRoutes struct {
+	below, helpers string
+	// templates of the resource's routes, split into segments after /v1/ ("" for a parameter).
+	templates []template
+}
+
+type template struct {
+	name     string
+	helper   bool // under /v1/test_helpers/
+	segments []string
+}
 
 func newRouteNames() routeNames {
 	names := routeNames{}
@@ -121,11 +191,22 @@ func newRouteNames() routeNames {
 		"verification_sessions", "verification_reports", "collection_cases", "payment_requests",
 		"payment_agreements", "webhook_endpoints", "events", "webhook_deliveries",
 	} {
-		names[r] = resourceRoutes{
-			collection: apiPrefix + r,
-			below:      apiPrefix + r + "/*",
-			helpers:    apiPrefix + "test_helpers/" + r + "/*",
+		names[r] = &resourceRoutes{below: apiPrefix + r + "/*", helpers: apiPrefix + "test_helpers/" + r + "/*"}
+	}
+	for _, t := range routeTemplates {
+		segs := strings.Split(strings.TrimPrefix(t, apiPrefix), "/")
+		tpl := template{name: t}
+		if segs[0] == "test_helpers" {
+			tpl.helper, segs = true, segs[1:]
 		}
+		for i, s := range segs {
+			if strings.HasPrefix(s, ":") {
+				segs[i] = ""
+			}
+		}
+		tpl.segments = segs
+		r := names[segs[0]]
+		r.templates = append(r.templates, tpl)
 	}
 	return names
 }
@@ -136,19 +217,38 @@ func (n routeNames) of(path string) string {
 	if !ok {
 		return routeUnmatched
 	}
-	resource, tail, below := strings.Cut(rest, "/")
-	helper := resource == "test_helpers"
-	if helper {
-		resource, _, _ = strings.Cut(tail, "/")
+	rest = strings.TrimSuffix(rest, "/")
+	helper := false
+	if after, ok := strings.CutPrefix(rest, "test_helpers/"); ok {
+		helper, rest = true, after
 	}
+	resource, _, _ := strings.Cut(rest, "/")
 	r, ok := n[resource]
-	switch {
-	case !ok:
+	if !ok {
 		return routeUnmatched
-	case helper:
-		return r.helpers
-	case below && tail != "":
-		return r.below
 	}
-	return r.collection
+	for _, t := range r.templates {
+		if t.helper == helper && t.matches(rest) {
+			return t.name
+		}
+	}
+	if helper {
+		return r.helpers
+	}
+	return r.below
+}
+
+// matches reports whether rest (the path after /v1/ and test_helpers/) fits the template: the
+// same number of segments, literal ones equal, parameters not empty. Templates are listed
+// with literal segments before parameters in the same place (ref/:reference before :id).
+func (t template) matches(rest string) bool {
+	for i, seg := range t.segments {
+		var s string
+		var more bool
+		s, rest, more = strings.Cut(rest, "/")
+		if (seg == "" && s == "") || (seg != "" && s != seg) || more != (i < len(t.segments)-1) {
+			return false
+		}
+	}
+	return true
 }

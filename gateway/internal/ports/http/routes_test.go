@@ -96,21 +96,31 @@ func TestBearer(t *testing.T) {
 func TestRouteNames(t *testing.T) {
 	n := newRouteNames()
 	for path, want := range map[string]string{
-		"/v1/webhook_endpoints":                        "/v1/webhook_endpoints",
-		"/v1/webhook_endpoints/":                       "/v1/webhook_endpoints",
-		"/v1/webhook_endpoints/we_1":                   "/v1/webhook_endpoints/*",
-		"/v1/payment_requests/bulk":                    "/v1/payment_requests/*",
-		"/v1/test_helpers/payment_requests/preq_1/adv": "/v1/test_helpers/payment_requests/*",
-		"/v1/test_helpers":                             "unmatched",
-		"/v1/nothing/x":                                "unmatched",
-		"/v2/webhook_endpoints":                        "unmatched",
-		"/healthz":                                     "unmatched",
+		"/v1/webhook_endpoints":                               "/v1/webhook_endpoints",
+		"/v1/webhook_endpoints/":                              "/v1/webhook_endpoints",
+		"/v1/webhook_endpoints/we_1":                          "/v1/webhook_endpoints/:id",
+		"/v1/webhook_endpoints/we_1/":                         "/v1/webhook_endpoints/:id",
+		"/v1/webhook_endpoints/we_1/x/y":                      "/v1/webhook_endpoints/*",
+		"/v1/payment_requests/bulk":                           "/v1/payment_requests/bulk",
+		"/v1/payment_requests/preq_1/cancel":                  "/v1/payment_requests/:id/cancel",
+		"/v1/collection_cases/ref/R-1":                        "/v1/collection_cases/ref/:reference",
+		"/v1/collection_cases/dc_1/files":                     "/v1/collection_cases/:id/files",
+		"/v1/collection_cases/dc_1/files/file_1/content":      "/v1/collection_cases/:id/files/:file_id/content",
+		"/v1/events/evt_1/deliveries":                         "/v1/events/:id/deliveries",
+		"/v1/test_helpers/payment_requests/preq_1/advance":    "/v1/test_helpers/payment_requests/:id/advance",
+		"/v1/test_helpers/verification_sessions/vs_1/advance": "/v1/test_helpers/verification_sessions/:id/advance",
+		"/v1/test_helpers/payment_requests/preq_1/adv":        "/v1/test_helpers/payment_requests/*",
+		"/v1/verification_sessions/vs_1/advance":              "/v1/verification_sessions/*",
+		"/v1/test_helpers":                                    "unmatched",
+		"/v1/nothing/x":                                       "unmatched",
+		"/v2/webhook_endpoints":                               "unmatched",
+		"/healthz":                                            "unmatched",
 	} {
 		if got := n.of(path); got != want {
 			t.Errorf("route of %s = %q, want %q", path, got, want)
 		}
 	}
-	if allocs := testing.AllocsPerRun(100, func() { n.of("/v1/collection_cases/dc_1/files") }); allocs != 0 {
+	if allocs := testing.AllocsPerRun(100, func() { n.of("/v1/collection_cases/dc_1/files/file_1/content") }); allocs != 0 {
 		t.Errorf("naming a route allocates %.0f times", allocs)
 	}
 }
