@@ -424,19 +424,36 @@ func TestWebhookDelivery(t *testing.T) {
 			t.Logf("pending delivery shows attempts while in flight: %v", d["attempts"])
 		}
 
+		// The event's delivery_success follows its deliveries' outcomes by a write of its own,
+		// just after them, and the two lists are two requests: the check is repeated until it
+		// holds (or deliveryWait has passed), then its failures are reported.
 		check := func(state string, wantTrue, wantFalse []string) {
 			t.Helper()
-			yes := p.eventIDs(t, key, "delivery_success=true")
-			no := p.eventIDs(t, key, "delivery_success=false")
-			for _, id := range wantTrue {
-				if !yes[id] || no[id] {
-					t.Errorf("%s: %s should be delivery_success=true (in true: %v, in false: %v)", state, id, yes[id], no[id])
+			deadline := time.Now().Add(deliveryWait)
+			for {
+				yes := p.eventIDs(t, key, "delivery_success=true")
+				no := p.eventIDs(t, key, "delivery_success=false")
+				var failures []string
+				for _, id := range wantTrue {
+					if !yes[id] || no[id] {
+						failures = append(failures, fmt.Sprintf("%s: %s should be delivery_success=true (in true: %v, in false: %v)", state, id, yes[id], no[id]))
+					}
 				}
-			}
-			for _, id := range wantFalse {
-				if yes[id] || !no[id] {
-					t.Errorf("%s: %s should be delivery_success=false (in true: %v, in false: %v)", state, id, yes[id], no[id])
+				for _, id := range wantFalse {
+					if yes[id] || !no[id] {
+						failures = append(failures, fmt.Sprintf("%s: %s should be delivery_success=false (in true: %v, in false: %v)", state, id, yes[id], no[id]))
+					}
 				}
+				if len(failures) == 0 {
+					return
+				}
+				if time.Now().After(deadline) {
+					for _, f := range failures {
+						t.Error(f)
+					}
+					return
+				}
+				time.Sleep(50 * time.Millisecond)
 			}
 		}
 		check("held", []string{evOK}, []string{evPending, evFailed})

@@ -6,6 +6,7 @@ package e2e
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -367,13 +368,28 @@ func TestIdempotencyKeptAcrossRestart(t *testing.T) {
 	}
 }
 
-// freeAddr is an address on 127.0.0.1 that nothing listened on a moment ago.
+// freeAddr is an address on 127.0.0.1 that nothing listened on a moment ago, with a port below
+// the kernel's ephemeral range. The launcher binds it only once its programs run, and they bind
+// their other listeners (metrics, the services') on port 0, which the kernel takes from that
+// range: a port the kernel handed out and took back a moment ago could go to one of them in
+// between (seen: the gateway's public port taken by payments-svc's metrics listener).
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	lo := 32768 // Linux's default start of the range
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n > 11000 {
+				lo = n
+			}
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	for range 100 {
+		addr := fmt.Sprintf("127.0.0.1:%d", 10000+rand.IntN(lo-10000))
+		if ln, err := net.Listen("tcp", addr); err == nil {
+			ln.Close()
+			return addr
+		}
+	}
+	t.Fatal("no free port below the ephemeral range")
+	return ""
 }
