@@ -104,7 +104,8 @@ type acceptanceDoc struct {
 	UserAgent  string    `bson:"user_agent,omitempty"`
 }
 
-func (d agreementDoc) ownedBy(account string, livemode bool) bool {
+// OwnedBy implements docstore.Owned.
+func (d agreementDoc) OwnedBy(account string, livemode bool) bool {
 	return d.Account == account && d.Livemode == livemode
 }
 
@@ -159,7 +160,7 @@ func (r *Agreements) Create(ctx context.Context, a *domain.Agreement) error {
 
 // Get implements domain.AgreementRepository.
 func (r *Agreements) Get(ctx context.Context, id, account string, livemode bool) (*domain.Agreement, error) {
-	d, err := getOwned(ctx, r.docs, id, account, livemode, domain.AgreementNotFound)
+	d, err := docstore.CurrentOwned(ctx, r.docs, id, account, livemode, domain.AgreementNotFound)
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +178,7 @@ func (r *Agreements) Load(ctx context.Context, id string) (*domain.Agreement, er
 
 // Update implements domain.AgreementRepository.
 func (r *Agreements) Update(ctx context.Context, id, account string, livemode bool, fn func(*domain.Agreement) error) (*domain.Agreement, error) {
-	return updateOwned(ctx, r.docs, id, account, livemode, domain.AgreementNotFound, agreementDoc.agreement, (*agreementDoc).set, fn)
+	return docstore.UpdateOwned(ctx, r.docs, id, account, livemode, domain.AgreementNotFound, agreementDoc.agreement, (*agreementDoc).set, fn)
 }
 
 // List implements domain.AgreementRepository.

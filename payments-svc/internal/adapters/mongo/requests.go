@@ -109,7 +109,8 @@ type claimDoc struct {
 	At      time.Time `bson:"at"`
 }
 
-func (d requestDoc) ownedBy(account string, livemode bool) bool {
+// OwnedBy implements docstore.Owned.
+func (d requestDoc) OwnedBy(account string, livemode bool) bool {
 	return d.Account == account && d.Livemode == livemode
 }
 
@@ -177,7 +178,7 @@ func (r *Requests) Create(ctx context.Context, rs []*domain.Request) error {
 
 // Get implements domain.RequestRepository.
 func (r *Requests) Get(ctx context.Context, id, account string, livemode bool) (*domain.Request, error) {
-	d, err := getOwned(ctx, r.docs, id, account, livemode, domain.RequestNotFound)
+	d, err := docstore.CurrentOwned(ctx, r.docs, id, account, livemode, domain.RequestNotFound)
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +197,7 @@ func (r *Requests) Load(ctx context.Context, id string) (*domain.Request, error)
 
 // Update implements domain.RequestRepository.
 func (r *Requests) Update(ctx context.Context, id, account string, livemode bool, fn func(*domain.Request) error) (*domain.Request, error) {
-	return updateOwned(ctx, r.docs, id, account, livemode, domain.RequestNotFound, requestDoc.request, (*requestDoc).set, fn)
+	return docstore.UpdateOwned(ctx, r.docs, id, account, livemode, domain.RequestNotFound, requestDoc.request, (*requestDoc).set, fn)
 }
 
 // Attempt implements domain.RequestRepository (docstore's Bracket).
