@@ -41,6 +41,8 @@ type Config struct {
 	RateLimitLive    int // GATEWAY_RATE_LIMIT_LIVE
 	RateLimitTest    int // GATEWAY_RATE_LIMIT_TEST
 	AuthFailureLimit int // GATEWAY_AUTH_FAILURE_LIMIT
+	// RateLimitTimeout bounds one rate-limit call to Redis; a slower one fails open.
+	RateLimitTimeout time.Duration // GATEWAY_RATE_LIMIT_TIMEOUT
 	// IdempotencyTTL is how long responses are kept for replays; IdempotencyLockTTL how long
 	// a request that never finished keeps its key locked.
 	IdempotencyTTL     time.Duration // GATEWAY_IDEMPOTENCY_TTL
@@ -88,6 +90,7 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		RateLimitLive:      r.Int("GATEWAY_RATE_LIMIT_LIVE", 100, 0, domain.MaxRateLimit),
 		RateLimitTest:      r.Int("GATEWAY_RATE_LIMIT_TEST", 25, 0, domain.MaxRateLimit),
 		AuthFailureLimit:   r.Int("GATEWAY_AUTH_FAILURE_LIMIT", 60, 0, domain.MaxRateLimit),
+		RateLimitTimeout:   r.Duration("GATEWAY_RATE_LIMIT_TIMEOUT", app.DefaultRateTimeout),
 		IdempotencyTTL:     r.Duration("GATEWAY_IDEMPOTENCY_TTL", app.DefaultIdempotencyTTL),
 		IdempotencyLockTTL: r.Duration("GATEWAY_IDEMPOTENCY_LOCK_TTL", app.DefaultIdempotencyLockTTL),
 		KeyCacheTTL:        r.Duration("GATEWAY_KEY_CACHE_TTL", app.DefaultCacheTTL),
@@ -103,6 +106,9 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	}
 	if c.IdempotencyTTL <= 0 {
 		errs = append(errs, errors.New("GATEWAY_IDEMPOTENCY_TTL must be positive"))
+	}
+	if c.RateLimitTimeout <= 0 {
+		errs = append(errs, errors.New("GATEWAY_RATE_LIMIT_TIMEOUT must be positive"))
 	}
 	// A lock that could expire while its request still waits for the service would let a
 	// retry run the request a second time.

@@ -743,14 +743,14 @@ func TestGatewayUpstreamsDown(t *testing.T) {
 func TestConfigErrors(t *testing.T) {
 	env := map[string]string{
 		"ADMIN_TOKEN": "short", "INTERNAL_AUTH_SECRET": "also-short", "UPSTREAM_TIMEOUT": "soon",
-		"BODY_LIMIT": "1MB", "REDIS_URL": "http://x", "LOG_LEVEL": "loud",
+		"BODY_LIMIT": "1MB", "REDIS_URL": "http://x", "LOG_LEVEL": "loud", "GATEWAY_RATE_LIMIT_TIMEOUT": "-1s",
 	}
 	var out bytes.Buffer
 	err := run(context.Background(), func(k string) string { return env[k] }, &out)
 	if err == nil {
 		t.Fatal("run accepted a bad configuration")
 	}
-	for _, name := range []string{"ADMIN_TOKEN", "INTERNAL_AUTH_SECRET", "UPSTREAM_TIMEOUT", "BODY_LIMIT", "REDIS_URL", "LOG_LEVEL"} {
+	for _, name := range []string{"ADMIN_TOKEN", "INTERNAL_AUTH_SECRET", "UPSTREAM_TIMEOUT", "BODY_LIMIT", "REDIS_URL", "LOG_LEVEL", "GATEWAY_RATE_LIMIT_TIMEOUT"} {
 		if !strings.Contains(err.Error(), name) {
 			t.Errorf("error does not name %s: %v", name, err)
 		}

@@ -120,7 +120,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) (err
 		Limiter:  redisadapter.NewLimiter(rdb),
 		Limits: app.Limits{
 			LivePerSecond: cfg.RateLimitLive, TestPerSecond: cfg.RateLimitTest,
-			AuthFailuresPerMinute: cfg.AuthFailureLimit,
+			AuthFailuresPerMinute: cfg.AuthFailureLimit, Timeout: cfg.RateLimitTimeout,
 		},
 		Idempotency:        redisadapter.NewIdempotency(rdb, cfg.IdempotencyTTL, nil),
 		IdempotencyLockTTL: cfg.IdempotencyLockTTL,

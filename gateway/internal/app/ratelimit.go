@@ -44,10 +44,22 @@ type Limits struct {
 	// cause per minute (all at once, at most) before it is blocked: bad API keys on the
 	// public listener, and separately wrong tokens on the admin listener.
 	AuthFailuresPerMinute int
+	// Timeout bounds one limiter call (DefaultRateTimeout when 0): a slow Redis must not hold
+	// every request. A call that outlasts it fails open: the request is let through and
+	// limits pause for limiterPause.
+	Timeout time.Duration
 }
 
-// rateTimeout bounds one limiter call: a slow Redis must not hold every request.
-const rateTimeout = 250 * time.Millisecond
+// DefaultRateTimeout is Limits.Timeout's default (GATEWAY_RATE_LIMIT_TIMEOUT).
+const DefaultRateTimeout = 250 * time.Millisecond
+
+// rateTimeout is the limit on one limiter call.
+func (l Limits) rateTimeout() time.Duration {
+	if l.Timeout > 0 {
+		return l.Timeout
+	}
+	return DefaultRateTimeout
+}
 
 // Leases. Each replica takes a small batch of a bucket's requests from Redis at once and
 // hands them out itself for a short while, so that a busy account costs Redis (and the
@@ -177,7 +189,7 @@ func (l *lease) refused(now time.Time, retry time.Duration) RateDecision {
 // call (mine), it returns that request's decision: one of the batch, or the refusal; ok is
 // false when the limiter failed (rate limits are then paused: fail open).
 func (s *Service) refill(ctx context.Context, l *lease, c *leaseCall, n int, mine bool) (d RateDecision, ok bool) {
-	cctx, cancel := context.WithTimeout(ctx, rateTimeout)
+	cctx, cancel := context.WithTimeout(ctx, s.limits.rateTimeout())
 	got, err := s.limiter.Take(cctx, l.bucket, l.rate, l.rate, time.Second, n)
 	cancel()
 	now := s.now()
@@ -359,7 +371,7 @@ func (g *AuthGuard) AuthFailed(ctx context.Context, ip netip.Addr) (time.Duratio
 	if s.leases.paused(s.now()) {
 		return 0, false
 	}
-	ctx, cancel := context.WithTimeout(ctx, rateTimeout)
+	ctx, cancel := context.WithTimeout(ctx, s.limits.rateTimeout())
 	defer cancel()
 	d, err := s.limiter.Take(ctx, g.bucket+ip.String(), n, n, time.Minute, 1)
 	if err != nil {
