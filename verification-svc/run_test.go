@@ -207,17 +207,19 @@ func (s *instance) published(t *testing.T, id string) []events.Event {
 	}
 	var out []events.Event
 	for _, ti := range infos {
-		ev, err := events.Unmarshal(ti.Payload)
+		evs, err := events.FromTask(ti.Type, ti.Payload)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var o struct {
-			ID                  string `json:"id"`
-			VerificationSession string `json:"verification_session"`
-		}
-		_ = json.Unmarshal(ev.Data.Object, &o)
-		if o.ID == id || o.VerificationSession == id {
-			out = append(out, ev)
+		for _, ev := range evs {
+			var o struct {
+				ID                  string `json:"id"`
+				VerificationSession string `json:"verification_session"`
+			}
+			_ = json.Unmarshal(ev.Data.Object, &o)
+			if o.ID == id || o.VerificationSession == id {
+				out = append(out, ev)
+			}
 		}
 	}
 	slices.SortFunc(out, func(a, b events.Event) int { return strings.Compare(a.ID, b.ID) })

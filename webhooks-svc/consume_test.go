@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,4 +109,68 @@ func TestConsumesPublishedEvents(t *testing.T) {
 		archived, err := insp.ListArchivedTasks(events.Queue)
 		return err == nil && len(archived) == 1
 	}, "the bad task to be archived")
+}
+
+// The events of one change come as one batch task (outbox.Publisher): each is stored and
+// delivered as if it had come alone, and a batch published again doubles nothing.
+func TestConsumesBatches(t *testing.T) {
+	t.Parallel()
+	s := start(t)
+	c := s.client(t)
+	rc := newReceiver(t, always(200))
+	c.createEndpoint(rc.url(), "*")
+	var docs []outbox.Doc
+	var want []string
+	for i, typ := range []string{"payment_request.processing", "payment_request.succeeded", "payment_request.created"} {
+		ev, err := events.New(s.ids, time.Now(), events.Change{
+			Type: typ, Account: c.account,
+			Object: map[string]any{"id": "preq_" + strconv.Itoa(i), "object": "payment_request"},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, outbox.ToDoc(context.Background(), nil, ev))
+		want = append(want, ev.ID)
+	}
+	opt, err := asynqx.RedisOpt(s.env["REDIS_URL"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := asynq.NewClient(opt)
+	defer client.Close()
+	pub := outbox.NewPublisher(asynqx.NewProducer(client, nil, propagation.TraceContext{}))
+	for range 2 {
+		if err := pub.Publish(context.Background(), docs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, typ := range []string{"payment_request.processing", "payment_request.succeeded", "payment_request.created"} {
+		rc.waitFor(t, typ, 1)
+	}
+	eventually(t, 20*time.Second, func() bool {
+		got := c.eventIDs("?type=payment_request.*")
+		slices.Sort(got)
+		return slices.Equal(got, want) // ids sort in the order they were made
+	}, "the batch's 3 events to be stored")
+	time.Sleep(500 * time.Millisecond)
+	n := 0
+	for _, r := range rc.all() {
+		if strings.HasPrefix(r.eventType(), "payment_request.") {
+			n++
+		}
+	}
+	if n != 3 {
+		t.Fatalf("the endpoint got %d deliveries of the batch's events, want one per event", n)
+	}
+
+	// A batch with an element that is not an event is archived at once, none of it stored.
+	if _, err := client.Enqueue(asynq.NewTask(events.BatchTaskType, []byte(`{"events":[{"id":"nope"}]}`)), asynq.Queue(events.Queue)); err != nil {
+		t.Fatal(err)
+	}
+	insp := asynq.NewInspector(opt)
+	defer insp.Close()
+	eventually(t, 20*time.Second, func() bool {
+		archived, err := insp.ListArchivedTasks(events.Queue)
+		return err == nil && len(archived) == 1
+	}, "the bad batch to be archived")
 }

@@ -242,6 +242,9 @@ func (c *Collection[T]) InsertAll(ctx context.Context, docs []T) ([]bool, error)
 		boxes[i] = box
 	}
 	created := make([]bool, len(docs))
+	// The events of every document inserted go to the fast path together: one publish (one
+	// task per events.MaxBatch) for a bulk insert rather than one per document.
+	var fresh []int
 	for i, err := range c.w.insert(ctx, raws) {
 		m := metaOf(&docs[i])
 		switch {
@@ -249,11 +252,31 @@ func (c *Collection[T]) InsertAll(ctx context.Context, docs []T) ([]bool, error)
 			created[i] = true
 			c.remember(m.ID, raws[i])
 			c.pending.note(m.ID, m.OutboxSince, m.OutboxStamp)
-			c.dispatch(ctx, m.ID, boxes[i])
+			if len(boxes[i]) > 0 {
+				fresh = append(fresh, i)
+			}
 		case mongo.IsDuplicateKeyError(err):
 		default:
 			return nil, fmt.Errorf("insert into %s: %w", c.coll.Name(), err)
 		}
+	}
+	switch {
+	case len(fresh) == 1:
+		i := fresh[0]
+		c.dispatch(ctx, metaOf(&docs[i]).ID, boxes[i])
+	case len(fresh) > 1 && c.relay != nil:
+		var all []outbox.Doc
+		for _, i := range fresh {
+			all = append(all, boxes[i]...)
+		}
+		c.relay.Dispatch(ctx, all, func(ctx context.Context) error {
+			for _, i := range fresh {
+				if err := c.Clear(ctx, metaOf(&docs[i]).ID, boxes[i]); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
 	}
 	return created, nil
 }

@@ -2,6 +2,7 @@ package events
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -66,6 +67,49 @@ func TestPayloadRoundTrip(t *testing.T) {
 	for _, bad := range []string{`{`, `{}`, `{"id":"evt_x","type":"a.b","account":"acct_a","data":{"object":{}}}`} {
 		if _, err := Unmarshal([]byte(bad)); err == nil {
 			t.Errorf("Unmarshal(%s) accepted", bad)
+		}
+	}
+}
+
+func TestBatchRoundTrip(t *testing.T) {
+	g := ids.NewGenerator(nil)
+	var evs []Event
+	for i := range 3 {
+		e, _ := New(g, time.Now(), Change{Type: "x.y", Account: "acct_a", Object: obj{ID: strconv.Itoa(i)}})
+		evs = append(evs, e)
+	}
+	b, err := MarshalBatch(evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := UnmarshalBatch(b)
+	if err != nil || len(got) != 3 {
+		t.Fatalf("round trip: %d events, %v", len(got), err)
+	}
+	for i := range got {
+		if got[i].ID != evs[i].ID || string(got[i].Data.Object) != string(evs[i].Data.Object) {
+			t.Errorf("event %d: %+v, want %+v", i, got[i], evs[i])
+		}
+	}
+	if _, err := MarshalBatch(nil); err == nil {
+		t.Error("MarshalBatch accepted no events")
+	}
+	if _, err := MarshalBatch(make([]Event, MaxBatch+1)); err == nil {
+		t.Error("MarshalBatch accepted more than MaxBatch events")
+	}
+	if got, err := FromTask(BatchTaskType, b); err != nil || len(got) != 3 {
+		t.Errorf("FromTask(batch): %d events, %v", len(got), err)
+	}
+	one, _ := Marshal(evs[0])
+	if got, err := FromTask(TaskType, one); err != nil || len(got) != 1 || got[0].ID != evs[0].ID {
+		t.Errorf("FromTask(event): %v, %v", got, err)
+	}
+	if _, err := FromTask("webhook:deliver", one); err == nil {
+		t.Error("FromTask accepted another task type")
+	}
+	for _, bad := range []string{`{`, `{}`, `{"events":[]}`, `{"events":[` + string(one) + `,{"id":"evt_x"}]}`, string(one)} {
+		if _, err := UnmarshalBatch([]byte(bad)); err == nil {
+			t.Errorf("UnmarshalBatch(%.60s…) accepted", bad)
 		}
 	}
 }

@@ -9,11 +9,14 @@ package outbox
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -107,26 +110,65 @@ func NewPublisher(producer *asynqx.Producer) *Publisher {
 	return &Publisher{producer: producer, prop: producer.Propagator()}
 }
 
-// Publish enqueues each event with its id as the task id. An event already queued (a task id
-// conflict) counts as published; the consumer is idempotent on the id for the rest.
+// Publish enqueues the events: those raised under one trace context together (the events of
+// one change, as a write stores them one after the other) as one batch task of up to
+// events.MaxBatch, an event alone as a single-event task with its id as the task id. A batch's
+// task id is derived from its events' ids, so the same events published again (the relay
+// after a fast path it could not see finish) conflict with a batch still queued. A task id
+// conflict counts as published; the consumer is idempotent on each event's id for the rest.
 func (p *Publisher) Publish(ctx context.Context, docs ...Doc) error {
-	for _, d := range docs {
-		payload, err := events.Marshal(d.Event())
-		if err != nil {
+	for len(docs) > 0 {
+		n := 1
+		for n < len(docs) && n < events.MaxBatch && docs[n].Traceparent == docs[0].Traceparent && docs[n].Tracestate == docs[0].Tracestate {
+			n++
+		}
+		if err := p.publish(ctx, docs[:n]); err != nil {
 			return err
 		}
-		// The publish joins the trace of the request that raised the event, also when the
-		// relay publishes it late, outside any request.
-		tctx := ctx
-		if d.Traceparent != "" {
-			tctx = p.prop.Extract(ctx, propagation.MapCarrier{"traceparent": d.Traceparent, "tracestate": d.Tracestate})
-		}
-		_, err = p.producer.Enqueue(tctx, events.TaskType, payload, asynq.Queue(events.Queue), asynq.TaskID(d.ID), asynq.MaxRetry(25))
-		if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
-			return fmt.Errorf("publish event %s: %w", d.ID, err)
-		}
+		docs = docs[n:]
 	}
 	return nil
+}
+
+// publish enqueues one task for docs, which share their trace context.
+func (p *Publisher) publish(ctx context.Context, docs []Doc) error {
+	typ, id := events.TaskType, docs[0].ID
+	var payload []byte
+	var err error
+	if len(docs) == 1 {
+		payload, err = events.Marshal(docs[0].Event())
+	} else {
+		typ, id = events.BatchTaskType, batchID(docs)
+		evs := make([]events.Event, len(docs))
+		for i, d := range docs {
+			evs[i] = d.Event()
+		}
+		payload, err = events.MarshalBatch(evs)
+	}
+	if err != nil {
+		return err
+	}
+	// The publish joins the trace of the request that raised the events, also when the relay
+	// publishes them late, outside any request.
+	tctx := ctx
+	if d := docs[0]; d.Traceparent != "" {
+		tctx = p.prop.Extract(ctx, propagation.MapCarrier{"traceparent": d.Traceparent, "tracestate": d.Tracestate})
+	}
+	_, err = p.producer.Enqueue(tctx, typ, payload, asynq.Queue(events.Queue), asynq.TaskID(id), asynq.MaxRetry(25))
+	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
+		return fmt.Errorf("publish event %s (%d in its task): %w", docs[0].ID, len(docs), err)
+	}
+	return nil
+}
+
+// batchID is the task id of a batch: the first event's id and a digest of all of them.
+func batchID(docs []Doc) string {
+	h := sha256.New()
+	for _, d := range docs {
+		h.Write([]byte(d.ID))
+		h.Write([]byte{0})
+	}
+	return docs[0].ID + ":" + strconv.Itoa(len(docs)) + ":" + hex.EncodeToString(h.Sum(nil)[:12])
 }
 
 // Relay publishes what the fast path missed, and runs the fast path itself.

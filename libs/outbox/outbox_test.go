@@ -113,15 +113,31 @@ func newRelay(client asynqx.Enqueuer, grace time.Duration, store Store) *Relay {
 	return r
 }
 
-func queued(t *testing.T, insp *asynq.Inspector) map[string]*asynq.TaskInfo {
+// queuedEvent is an event waiting in the queue and the task that carries it.
+type queuedEvent struct {
+	task  *asynq.TaskInfo
+	event events.Event
+}
+
+// queued returns the events waiting in the queue by id, single or in batches.
+func queued(t *testing.T, insp *asynq.Inspector) map[string]queuedEvent {
 	t.Helper()
-	out := map[string]*asynq.TaskInfo{}
+	out := map[string]queuedEvent{}
 	tasks, err := insp.ListPendingTasks(events.Queue)
 	if err != nil && err.Error() != "queue not found" {
 		t.Fatal(err)
 	}
 	for _, ti := range tasks {
-		out[ti.ID] = ti
+		evs, err := events.FromTask(ti.Type, ti.Payload)
+		if err != nil {
+			t.Fatalf("task %s %s: %v", ti.Type, ti.Payload, err)
+		}
+		if ti.Type == events.TaskType && evs[0].ID != ti.ID {
+			t.Fatalf("task %s carries event %s", ti.ID, evs[0].ID)
+		}
+		for _, e := range evs {
+			out[e.ID] = queuedEvent{task: ti, event: e}
+		}
 	}
 	return out
 }
@@ -143,13 +159,17 @@ func TestRelayPublishesWhatTheFastPathMissed(t *testing.T) {
 	}
 	q := queued(t, insp)
 	for _, d := range oldDocs {
-		ti, ok := q[d.ID]
+		qe, ok := q[d.ID]
 		if !ok {
 			t.Fatalf("event %s not queued (queue: %v)", d.ID, q)
 		}
-		e, err := events.Unmarshal(ti.Payload)
-		if err != nil || e.ID != d.ID || *e.Request.IdempotencyKey != "k" {
-			t.Fatalf("payload %s: %v", ti.Payload, err)
+		ti, e := qe.task, qe.event
+		if *e.Request.IdempotencyKey != "k" {
+			t.Fatalf("event %+v lost its request", e)
+		}
+		// The two events of one aggregate, raised under one trace, travel as one task.
+		if ti.Type != events.BatchTaskType || ti.ID != q[oldDocs[0].ID].task.ID {
+			t.Fatalf("event %s queued as %s %s, want one batch task for both", d.ID, ti.Type, ti.ID)
 		}
 		if ti.Headers["traceparent"] == "" || !slices.Contains([]string{span.SpanContext().TraceID().String()}, traceID(ti.Headers["traceparent"])) {
 			t.Fatalf("task headers %v do not continue the request's trace", ti.Headers)
@@ -268,5 +288,83 @@ func TestDestinationRoundTrip(t *testing.T) {
 		if (got.Destination == nil) != (want == nil) || (want != nil && *got.Destination != *want) {
 			t.Errorf("destination %+v came back as %+v", want, got.Destination)
 		}
+	}
+}
+
+// recorder is an Enqueuer that keeps the tasks enqueued.
+type recorder struct {
+	mu    sync.Mutex
+	tasks []*asynq.Task
+	ids   []string
+}
+
+func (r *recorder) EnqueueContext(_ context.Context, task *asynq.Task, opts ...asynq.Option) (*asynq.TaskInfo, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	id := ""
+	for _, o := range opts {
+		if o.Type() == asynq.TaskIDOpt {
+			id, _ = o.Value().(string)
+		}
+	}
+	if slices.Contains(r.ids, id) {
+		return nil, asynq.ErrTaskIDConflict
+	}
+	r.tasks, r.ids = append(r.tasks, task), append(r.ids, id)
+	return &asynq.TaskInfo{ID: id}, nil
+}
+
+// Events raised under one trace context go as one task (events.MaxBatch at most), an event
+// alone as a single-event task under its own id, and a batch published again is one task.
+func TestPublishBatchesByTraceContext(t *testing.T) {
+	tp := sdktrace.NewTracerProvider()
+	gen := ids.NewGenerator(nil)
+	ctxA, spanA := tp.Tracer("t").Start(context.Background(), "a")
+	ctxB, spanB := tp.Tracer("t").Start(context.Background(), "b")
+	defer spanA.End()
+	defer spanB.End()
+	var docs []Doc
+	for range events.MaxBatch + 2 {
+		docs = append(docs, newDoc(t, ctxA, gen, "a.b"))
+	}
+	docs = append(docs, newDoc(t, ctxB, gen, "a.c"))
+	rec := &recorder{}
+	pub := newPublisher(rec)
+	if err := pub.Publish(context.Background(), docs...); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.tasks) != 3 {
+		t.Fatalf("%d tasks, want 3 (a full batch, the trace's last two, the other trace's one)", len(rec.tasks))
+	}
+	want := []struct {
+		typ string
+		n   int
+	}{{events.BatchTaskType, events.MaxBatch}, {events.BatchTaskType, 2}, {events.TaskType, 1}}
+	var seen []string
+	for i, task := range rec.tasks {
+		if task.Type() != want[i].typ {
+			t.Fatalf("task %d is %s, want %s", i, task.Type(), want[i].typ)
+		}
+		evs, err := events.FromTask(task.Type(), task.Payload())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if task.Type() == events.TaskType && rec.ids[i] != evs[0].ID {
+			t.Errorf("single-event task id %s, want the event's %s", rec.ids[i], evs[0].ID)
+		}
+		if len(evs) != want[i].n {
+			t.Fatalf("task %d carries %d events, want %d", i, len(evs), want[i].n)
+		}
+		for _, e := range evs {
+			seen = append(seen, e.ID)
+		}
+	}
+	for i, d := range docs {
+		if seen[i] != d.ID {
+			t.Fatalf("event %d is %s, want %s (in order)", i, seen[i], d.ID)
+		}
+	}
+	if err := pub.Publish(context.Background(), docs...); err != nil || len(rec.tasks) != 3 {
+		t.Fatalf("publishing the same events again: %v, %d tasks", err, len(rec.tasks))
 	}
 }

@@ -30,9 +30,10 @@ type Queue struct {
 	times  map[string]int
 }
 
-// EnqueueContext implements outbox.Enqueuer.
+// EnqueueContext implements outbox.Enqueuer. A batch task adds its events not seen before,
+// and is a conflict when it has none.
 func (q *Queue) EnqueueContext(_ context.Context, task *asynq.Task, _ ...asynq.Option) (*asynq.TaskInfo, error) {
-	e, err := events.Unmarshal(task.Payload())
+	evs, err := events.FromTask(task.Type(), task.Payload())
 	if err != nil {
 		return nil, err
 	}
@@ -44,11 +45,17 @@ func (q *Queue) EnqueueContext(_ context.Context, task *asynq.Task, _ ...asynq.O
 	if q.times == nil {
 		q.times = map[string]int{}
 	}
-	if q.times[e.ID]++; q.times[e.ID] > 1 {
+	added := 0
+	for _, e := range evs {
+		if q.times[e.ID]++; q.times[e.ID] == 1 {
+			q.events = append(q.events, e)
+			added++
+		}
+	}
+	if added == 0 {
 		return nil, asynq.ErrTaskIDConflict
 	}
-	q.events = append(q.events, e)
-	return &asynq.TaskInfo{ID: e.ID}, nil
+	return &asynq.TaskInfo{ID: evs[0].ID}, nil
 }
 
 // SetDown makes every publish fail (true) or succeed again (false).
