@@ -38,6 +38,8 @@ func main() {
 		os.Exit(1)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// As make run does: this process hosts the embedded store.
+	stack.TuneEmbeddedGC(os.Getenv)
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout)
 	stop()
 	if err != nil {
