@@ -17,8 +17,17 @@ import (
 	"rentalplatform/libs/outbox"
 )
 
-// publish puts an event on the instance's events queue the way another service's outbox does.
+// publish puts each event on the instance's events queue the way another service's outbox
+// does, one change at a time.
 func (s *instance) publish(t *testing.T, evs ...events.Event) {
+	t.Helper()
+	for _, e := range evs {
+		s.publishDocs(t, outbox.ToDoc(context.Background(), nil, e))
+	}
+}
+
+// publishDocs publishes the events of one change together, as a store's fast path does.
+func (s *instance) publishDocs(t *testing.T, docs ...outbox.Doc) {
 	t.Helper()
 	opt, err := asynqx.RedisOpt(s.env["REDIS_URL"])
 	if err != nil {
@@ -27,10 +36,8 @@ func (s *instance) publish(t *testing.T, evs ...events.Event) {
 	client := asynq.NewClient(opt)
 	defer client.Close()
 	pub := outbox.NewPublisher(asynqx.NewProducer(client, nil, propagation.TraceContext{}))
-	for _, e := range evs {
-		if err := pub.Publish(context.Background(), outbox.ToDoc(context.Background(), nil, e)); err != nil {
-			t.Fatal(err)
-		}
+	if err := pub.Publish(context.Background(), docs...); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -97,10 +104,20 @@ func TestConsumesPublishedEvents(t *testing.T) {
 	}
 
 	// An undecodable task is archived at once, not retried.
-	opt, _ := asynqx.RedisOpt(s.env["REDIS_URL"])
+	s.wantArchived(t, asynq.NewTask(events.TaskType, []byte(`{"id":"nope"}`)))
+}
+
+// wantArchived enqueues a task on the events queue, which holds nothing archived yet, and waits
+// for it to be archived.
+func (s *instance) wantArchived(t *testing.T, task *asynq.Task) {
+	t.Helper()
+	opt, err := asynqx.RedisOpt(s.env["REDIS_URL"])
+	if err != nil {
+		t.Fatal(err)
+	}
 	client := asynq.NewClient(opt)
 	defer client.Close()
-	if _, err := client.Enqueue(asynq.NewTask(events.TaskType, []byte(`{"id":"nope"}`)), asynq.Queue(events.Queue)); err != nil {
+	if _, err := client.Enqueue(task, asynq.Queue(events.Queue)); err != nil {
 		t.Fatal(err)
 	}
 	insp := asynq.NewInspector(opt)
@@ -108,7 +125,7 @@ func TestConsumesPublishedEvents(t *testing.T) {
 	eventually(t, 20*time.Second, func() bool {
 		archived, err := insp.ListArchivedTasks(events.Queue)
 		return err == nil && len(archived) == 1
-	}, "the bad task to be archived")
+	}, "the bad %s task to be archived", task.Type())
 }
 
 // The events of one change come as one batch task (outbox.Publisher): each is stored and
@@ -132,17 +149,8 @@ func TestConsumesBatches(t *testing.T) {
 		docs = append(docs, outbox.ToDoc(context.Background(), nil, ev))
 		want = append(want, ev.ID)
 	}
-	opt, err := asynqx.RedisOpt(s.env["REDIS_URL"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := asynq.NewClient(opt)
-	defer client.Close()
-	pub := outbox.NewPublisher(asynqx.NewProducer(client, nil, propagation.TraceContext{}))
 	for range 2 {
-		if err := pub.Publish(context.Background(), docs...); err != nil {
-			t.Fatal(err)
-		}
+		s.publishDocs(t, docs...)
 	}
 	for _, typ := range []string{"payment_request.processing", "payment_request.succeeded", "payment_request.created"} {
 		rc.waitFor(t, typ, 1)
@@ -164,13 +172,5 @@ func TestConsumesBatches(t *testing.T) {
 	}
 
 	// A batch with an element that is not an event is archived at once, none of it stored.
-	if _, err := client.Enqueue(asynq.NewTask(events.BatchTaskType, []byte(`{"events":[{"id":"nope"}]}`)), asynq.Queue(events.Queue)); err != nil {
-		t.Fatal(err)
-	}
-	insp := asynq.NewInspector(opt)
-	defer insp.Close()
-	eventually(t, 20*time.Second, func() bool {
-		archived, err := insp.ListArchivedTasks(events.Queue)
-		return err == nil && len(archived) == 1
-	}, "the bad batch to be archived")
+	s.wantArchived(t, asynq.NewTask(events.BatchTaskType, []byte(`{"events":[{"id":"nope"}]}`)))
 }
