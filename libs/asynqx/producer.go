@@ -41,12 +41,18 @@ func (p *Producer) Propagator() propagation.TextMapPropagator { return p.prop }
 // Enqueue enqueues a task of type typ. asynq.ErrTaskIDConflict (the task is queued already)
 // is returned as it is, for the caller to take as done, and is not a failed publish.
 func (p *Producer) Enqueue(ctx context.Context, typ string, payload []byte, opts ...asynq.Option) (*asynq.TaskInfo, error) {
+	return p.EnqueueWith(ctx, typ, payload, nil, opts...)
+}
+
+// EnqueueWith is Enqueue with attributes of the caller's on the producer span (what the task
+// carries, where its id alone does not say it).
+func (p *Producer) EnqueueWith(ctx context.Context, typ string, payload []byte, extra []attribute.KeyValue, opts ...asynq.Option) (*asynq.TaskInfo, error) {
 	queue := "default"
-	attrs := []attribute.KeyValue{
+	attrs := append([]attribute.KeyValue{
 		attribute.String("messaging.system", "asynq"),
 		attribute.String("messaging.operation.type", "send"),
 		attribute.String("asynq.task.type", typ),
-	}
+	}, extra...)
 	for _, o := range opts {
 		switch o.Type() {
 		case asynq.QueueOpt:

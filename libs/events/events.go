@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"rentalplatform/libs/apiversion"
 	"rentalplatform/libs/identity"
 	"rentalplatform/libs/ids"
@@ -25,6 +27,22 @@ const (
 
 // MaxBatch is the most events one batch task carries.
 const MaxBatch = 100
+
+// Span attributes of a batch task's producer and consumer spans, so a trace search by an
+// event's id finds the task that carried it (its task id names only the first event).
+const (
+	AttrBatchCount = "messaging.batch.message_count" // OpenTelemetry's semantic convention
+	AttrEventIDs   = "event.ids"
+)
+
+// BatchAttributes are the span attributes of a batch of evs.
+func BatchAttributes(evs []Event) []attribute.KeyValue {
+	ids := make([]string, len(evs))
+	for i, e := range evs {
+		ids[i] = e.ID
+	}
+	return []attribute.KeyValue{attribute.Int(AttrBatchCount, len(evs)), attribute.StringSlice(AttrEventIDs, ids)}
+}
 
 // Request names the API request that caused an event; both fields are null for background
 // transitions.

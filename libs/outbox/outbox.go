@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/propagation"
 
 	"rentalplatform/libs/asynqx"
@@ -134,6 +135,7 @@ func (p *Publisher) Publish(ctx context.Context, docs ...Doc) error {
 func (p *Publisher) publish(ctx context.Context, docs []Doc) error {
 	typ, id := events.TaskType, docs[0].ID
 	var payload []byte
+	var attrs []attribute.KeyValue
 	var err error
 	if len(docs) == 1 {
 		payload, err = events.Marshal(docs[0].Event())
@@ -144,6 +146,7 @@ func (p *Publisher) publish(ctx context.Context, docs []Doc) error {
 			evs[i] = d.Event()
 		}
 		payload, err = events.MarshalBatch(evs)
+		attrs = events.BatchAttributes(evs)
 	}
 	if err != nil {
 		return err
@@ -154,7 +157,7 @@ func (p *Publisher) publish(ctx context.Context, docs []Doc) error {
 	if d := docs[0]; d.Traceparent != "" {
 		tctx = p.prop.Extract(ctx, propagation.MapCarrier{"traceparent": d.Traceparent, "tracestate": d.Tracestate})
 	}
-	_, err = p.producer.Enqueue(tctx, typ, payload, asynq.Queue(events.Queue), asynq.TaskID(id), asynq.MaxRetry(25))
+	_, err = p.producer.EnqueueWith(tctx, typ, payload, attrs, asynq.Queue(events.Queue), asynq.TaskID(id), asynq.MaxRetry(25))
 	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
 		return fmt.Errorf("publish event %s (%d in its task): %w", docs[0].ID, len(docs), err)
 	}

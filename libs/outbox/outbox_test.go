@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"rentalplatform/embedded/testkit"
 	"rentalplatform/libs/asynqx"
@@ -329,7 +331,8 @@ func TestPublishBatchesByTraceContext(t *testing.T) {
 	}
 	docs = append(docs, newDoc(t, ctxB, gen, "a.c"))
 	rec := &recorder{}
-	pub := newPublisher(rec)
+	spans := tracetest.NewSpanRecorder()
+	pub := NewPublisher(asynqx.NewProducer(rec, sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)), prop))
 	if err := pub.Publish(context.Background(), docs...); err != nil {
 		t.Fatal(err)
 	}
@@ -363,6 +366,28 @@ func TestPublishBatchesByTraceContext(t *testing.T) {
 		if seen[i] != d.ID {
 			t.Fatalf("event %d is %s, want %s (in order)", i, seen[i], d.ID)
 		}
+	}
+	// A batch's publish span names every event it carries; a single event's has its id as the
+	// message id already.
+	var batchSpans [][]string
+	for _, sp := range spans.Ended() {
+		attrs := attribute.NewSet(sp.Attributes()...)
+		ids, hasIDs := attrs.Value(events.AttrEventIDs)
+		count, _ := attrs.Value(events.AttrBatchCount)
+		typ, _ := attrs.Value("asynq.task.type")
+		if typ.AsString() != events.BatchTaskType {
+			if hasIDs {
+				t.Errorf("the single event's span has %s", events.AttrEventIDs)
+			}
+			continue
+		}
+		if int(count.AsInt64()) != len(ids.AsStringSlice()) {
+			t.Errorf("batch span: count %d, ids %v", count.AsInt64(), ids.AsStringSlice())
+		}
+		batchSpans = append(batchSpans, ids.AsStringSlice())
+	}
+	if len(batchSpans) != 2 || !slices.Equal(slices.Concat(batchSpans...), seen[:len(docs)-1]) {
+		t.Errorf("batch spans name %v, want the batches' events %v", batchSpans, seen[:len(docs)-1])
 	}
 	if err := pub.Publish(context.Background(), docs...); err != nil || len(rec.tasks) != 3 {
 		t.Fatalf("publishing the same events again: %v, %d tasks", err, len(rec.tasks))

@@ -133,6 +133,12 @@ func attrMap(kvs []*commonpb.KeyValue) map[string]string {
 			m[kv.GetKey()] = fmt.Sprint(v.GetBoolValue())
 		case *commonpb.AnyValue_DoubleValue:
 			m[kv.GetKey()] = fmt.Sprint(v.GetDoubleValue())
+		case *commonpb.AnyValue_ArrayValue: // strings, joined with commas
+			var parts []string
+			for _, e := range v.GetArrayValue().GetValues() {
+				parts = append(parts, e.GetStringValue())
+			}
+			m[kv.GetKey()] = strings.Join(parts, ",")
 		default:
 			m[kv.GetKey()] = v.String()
 		}

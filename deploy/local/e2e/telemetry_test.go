@@ -163,6 +163,25 @@ func TestTelemetry(t *testing.T) {
 		if len(find(at, withAttr("db.system", "mongodb"), childOf(attempt))) == 0 {
 			t.Errorf("no MongoDB command under the attempt span:\n%s", dump(at))
 		}
+
+		// The attempt's two events (processing, then its outcome) travel as one batch task,
+		// whose spans name both, consumed by webhooks-svc within the attempt's trace.
+		inAttempt := func(s span) bool { return s.TraceID == attempt.TraceID }
+		all = col.WaitFor(t, "the consumption of the attempt's events", spanWait, func(s []span) bool {
+			return len(find(s, inAttempt, ofService("webhooks-svc"), ofKind(kindConsumer), withAttr("asynq.task.type", "batch:events"))) > 0
+		})
+		at = find(all, inAttempt)
+		pub := one(t, "the publish of the attempt's events", at, ofService("payments-svc"), ofKind(kindProducer), notDuplicate,
+			withAttr("messaging.destination.name", "events"))
+		ids := strings.Split(pub.Attrs["event.ids"], ",")
+		if pub.Attrs["asynq.task.type"] != "batch:events" || pub.Attrs["messaging.batch.message_count"] != "2" || len(ids) != 2 ||
+			!strings.HasPrefix(ids[0], "evt_") || !strings.HasPrefix(pub.Attrs["messaging.message.id"], ids[0]+":2:") || !newTree(at).descends(pub, attempt) {
+			t.Errorf("publish of the attempt's events %s %v; want one batch:events task of 2 named events, within the attempt", pub, pub.Attrs)
+		}
+		consume := one(t, "the consumption of the attempt's events", at, ofService("webhooks-svc"), ofKind(kindConsumer), childOf(pub))
+		if consume.Attrs["event.ids"] != pub.Attrs["event.ids"] || consume.Attrs["messaging.batch.message_count"] != "2" {
+			t.Errorf("consumer span %s %v; want the batch's event ids", consume, consume.Attrs)
+		}
 	})
 
 	if enc := col.Encodings(); enc["gzip"] == 0 || len(enc) != 1 {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/hibiken/asynq"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 
 	"rentalplatform/libs/events"
@@ -27,6 +28,9 @@ func RegisterEvents(mux *asynq.ServeMux, svc *app.Service) {
 		}
 		if len(evs) == 1 {
 			return svc.Ingest(ctx, evs[0])
+		}
+		if span := trace.SpanFromContext(ctx); span.IsRecording() {
+			span.SetAttributes(events.BatchAttributes(evs)...)
 		}
 		return ingestAll(ctx, svc, evs)
 	}
