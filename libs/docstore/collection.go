@@ -260,11 +260,7 @@ func (c *Collection[T]) InsertAll(ctx context.Context, docs []T) ([]bool, error)
 			return nil, fmt.Errorf("insert into %s: %w", c.coll.Name(), err)
 		}
 	}
-	switch {
-	case len(fresh) == 1:
-		i := fresh[0]
-		c.dispatch(ctx, metaOf(&docs[i]).ID, boxes[i])
-	case len(fresh) > 1 && c.relay != nil:
+	if len(fresh) > 0 && c.relay != nil {
 		var all []outbox.Doc
 		for _, i := range fresh {
 			all = append(all, boxes[i]...)

@@ -13,24 +13,24 @@ type Owned interface {
 // every store) and checks the owner in code: the owner of a document never changes, so
 // checking it after the read is as safe as filtering on it.
 func GetOwned[D Owned](ctx context.Context, docs *Collection[D], id, account string, livemode bool, notFound func(string) error) (D, error) {
-	return checkOwner(docs.Get)(ctx, id, account, livemode, notFound)
+	d, err := docs.Get(ctx, id)
+	return ownedOnly(d, err, id, account, livemode, notFound)
 }
 
 // CurrentOwned is GetOwned answered by Current: from the cache where this process is the only
 // writer of the store.
 func CurrentOwned[D Owned](ctx context.Context, docs *Collection[D], id, account string, livemode bool, notFound func(string) error) (D, error) {
-	return checkOwner(docs.Current)(ctx, id, account, livemode, notFound)
+	d, err := docs.Current(ctx, id)
+	return ownedOnly(d, err, id, account, livemode, notFound)
 }
 
-func checkOwner[D Owned](read func(context.Context, string) (D, error)) func(context.Context, string, string, bool, func(string) error) (D, error) {
-	return func(ctx context.Context, id, account string, livemode bool, notFound func(string) error) (D, error) {
-		d, err := read(ctx, id)
-		if err == nil && !d.OwnedBy(account, livemode) {
-			var zero D
-			return zero, notFound(id)
-		}
-		return d, err
+// ownedOnly passes on a read's result when the document is the caller's, notFound(id) when not.
+func ownedOnly[D Owned](d D, err error, id, account string, livemode bool, notFound func(string) error) (D, error) {
+	if err == nil && !d.OwnedBy(account, livemode) {
+		var zero D
+		return zero, notFound(id)
 	}
+	return d, err
 }
 
 // UpdateOwned is Update of a document of the caller's: it loads the aggregate the document

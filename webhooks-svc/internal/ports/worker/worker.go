@@ -1,6 +1,6 @@
 // Package worker is webhooks-svc's asynq side: the handlers of published events (queue
-// "events", one event or a batch per task), the handler of delivery attempts (queue "webhooks"), and the periodic jobs. Each
-// decodes its task and calls the application.
+// "events", one event or a batch per task), the handler of delivery attempts (queue
+// "webhooks"), and the periodic jobs. Each decodes its task and calls the application.
 package worker
 
 import (
