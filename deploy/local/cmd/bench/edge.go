@@ -22,6 +22,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -115,13 +116,16 @@ func benchEdge(ctx context.Context, st *stack.Stack, s settings, root, dataDir s
 	var procs []*exec.Cmd
 	defer func() {
 		for _, p := range procs {
-			_ = p.Process.Kill()
-			_ = p.Wait()
+			stopGroup(p)
 		}
 	}()
 	start := func(path string, env []string, args ...string) (*exec.Cmd, error) {
 		cmd := exec.CommandContext(ctx, path, args...)
 		cmd.Env, cmd.Stdout, cmd.Stderr = env, logOut, logOut
+		// A process group of its own, ended whole: killing nginx's master alone leaves its
+		// workers running, orphaned and busy, which then load every later measurement.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 		if err := cmd.Start(); err != nil {
 			return nil, err
 		}
@@ -181,6 +185,8 @@ func benchEdge(ctx context.Context, st *stack.Stack, s settings, root, dataDir s
 		}
 		go func() { _, _ = io.Copy(gwLog, out) }()
 		gw.Env, gw.Stderr = env, gwLog
+		gw.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		gw.Cancel = func() error { return syscall.Kill(-gw.Process.Pid, syscall.SIGKILL) }
 		if err := gw.Start(); err != nil {
 			return nil, err
 		}
@@ -529,4 +535,21 @@ func chainAllocs(ctx context.Context, root string, stdout io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// stopGroup ends the process group cmd leads: SIGTERM (nginx's fast shutdown, which ends its
+// workers too), then SIGKILL for whatever is left after 5 s.
+func stopGroup(cmd *exec.Cmd) {
+	pgid := cmd.Process.Pid
+	if syscall.Kill(-pgid, syscall.SIGTERM) != nil {
+		_ = cmd.Process.Kill() // not a group leader
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	<-done
 }
