@@ -122,7 +122,7 @@ type benchChain struct {
 	secret string
 }
 
-func newBenchChain(b *testing.B, sampler sdktrace.Sampler) *benchChain {
+func newBenchChain(b testing.TB, sampler sdktrace.Sampler, opts ...sdktrace.TracerProviderOption) *benchChain {
 	b.Helper()
 	svcAddr := stubService(b)
 	up, err := upstream.New(upstream.Config{Name: "webhooks", URL: "http://" + svcAddr, Timeout: 5 * time.Second})
@@ -148,7 +148,7 @@ func newBenchChain(b *testing.B, sampler sdktrace.Sampler) *benchChain {
 	if err != nil {
 		b.Fatal(err)
 	}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sampler), sdktrace.WithIDGenerator(telemetry.IDGenerator()))
+	tp := sdktrace.NewTracerProvider(append([]sdktrace.TracerProviderOption{sdktrace.WithSampler(sampler), sdktrace.WithIDGenerator(telemetry.IDGenerator())}, opts...)...)
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 	b.Cleanup(func() { _ = tp.Shutdown(context.Background()); _ = mp.Shutdown(context.Background()) })
 	pub := NewPublic(PublicConfig{
@@ -164,7 +164,7 @@ func newBenchChain(b *testing.B, sampler sdktrace.Sampler) *benchChain {
 
 // stubService starts a service that answers every request with a fixed JSON body, and
 // returns its address.
-func stubService(b *testing.B) string {
+func stubService(b testing.TB) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -180,7 +180,7 @@ func stubService(b *testing.B) string {
 }
 
 // listen serves app on a loopback port and returns a client for it.
-func listen(b *testing.B, app *fiber.App) *fasthttp.HostClient {
+func listen(b testing.TB, app *fiber.App) *fasthttp.HostClient {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
