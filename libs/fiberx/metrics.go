@@ -39,7 +39,7 @@ type serverMetrics struct {
 }
 
 type attrKey struct {
-	method string // one of knownMethods, never Fiber's reused buffer
+	method string // one of KnownMethod's, never Fiber's reused buffer
 	route  string
 	status int
 }
@@ -89,13 +89,13 @@ func (m *serverMetrics) begin() { m.active.Add(1) }
 // now, and an exemplar's trace is not kept.
 func (m *serverMetrics) end(c *fiber.Ctx, status int, took time.Duration) {
 	m.active.Add(-1)
-	m.duration.Record(context.Background(), took.Seconds(), m.sets.Options(attrKey{method: knownMethod(c.Method()), route: m.route(c), status: status})...)
+	m.duration.Record(context.Background(), took.Seconds(), m.sets.Options(attrKey{method: KnownMethod(c.Method()), route: m.route(c), status: status})...)
 }
 
-// knownMethod returns the method as one of a fixed set of strings (the semantic conventions'
+// KnownMethod returns the method as one of a fixed set of strings (the semantic conventions'
 // _OTHER for the rest): Fiber's c.Method() points into a buffer the next request reuses, and
 // the set bounds the label's values.
-func knownMethod(m string) string {
+func KnownMethod(m string) string {
 	switch m {
 	case http.MethodGet:
 		return http.MethodGet

@@ -80,7 +80,7 @@ func (t *serverTracer) handle(c *fiber.Ctx) error {
 		}
 	}
 
-	method := knownMethod(c.Method())
+	method := KnownMethod(c.Method())
 	var ctx context.Context
 	var span trace.Span // nil unless recording
 	if t.sampler == nil {

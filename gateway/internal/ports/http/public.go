@@ -166,15 +166,11 @@ func (p *public) serve(c *fiber.Ctx) error {
 	if !ok {
 		return routeMissing(method, path)
 	}
-	// The method as a constant from here on: c.Method() points into a buffer the connection's
-	// next request reuses, and the forward's span keeps the method past this request.
 	switch method {
-	case fiber.MethodGet:
-		method = fiber.MethodGet
-	case fiber.MethodPost:
-		method = fiber.MethodPost
-	case fiber.MethodDelete:
-		method = fiber.MethodDelete
+	case fiber.MethodGet, fiber.MethodPost, fiber.MethodDelete:
+		// A constant from here on: c.Method() points into a buffer the connection's next
+		// request reuses, and the forward's span keeps the method past this request.
+		method = fiberx.KnownMethod(method)
 	default:
 		c.Set(fiber.HeaderAllow, "GET, POST, DELETE")
 		return methodNotAllowed(method, path)
