@@ -122,10 +122,7 @@ func benchEdge(ctx context.Context, st *stack.Stack, s settings, root, dataDir s
 	start := func(path string, env []string, args ...string) (*exec.Cmd, error) {
 		cmd := exec.CommandContext(ctx, path, args...)
 		cmd.Env, cmd.Stdout, cmd.Stderr = env, logOut, logOut
-		// A process group of its own, ended whole: killing nginx's master alone leaves its
-		// workers running, orphaned and busy, which then load every later measurement.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+		ownGroup(cmd)
 		if err := cmd.Start(); err != nil {
 			return nil, err
 		}
@@ -185,8 +182,7 @@ func benchEdge(ctx context.Context, st *stack.Stack, s settings, root, dataDir s
 		}
 		go func() { _, _ = io.Copy(gwLog, out) }()
 		gw.Env, gw.Stderr = env, gwLog
-		gw.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		gw.Cancel = func() error { return syscall.Kill(-gw.Process.Pid, syscall.SIGKILL) }
+		ownGroup(gw)
 		if err := gw.Start(); err != nil {
 			return nil, err
 		}
@@ -537,13 +533,19 @@ func chainAllocs(ctx context.Context, root string, stdout io.Writer) error {
 	return nil
 }
 
-// stopGroup ends the process group cmd leads: SIGTERM (nginx's fast shutdown, which ends its
+// ownGroup makes cmd, once started, lead a process group of its own, killed whole when the
+// context ends and stopped whole by stopGroup: killing nginx's master alone leaves its workers
+// running, orphaned and busy, which then load every later measurement.
+func ownGroup(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+}
+
+// stopGroup ends the process group cmd leads (ownGroup): SIGTERM (nginx's fast shutdown, which ends its
 // workers too), then SIGKILL for whatever is left after 5 s.
 func stopGroup(cmd *exec.Cmd) {
 	pgid := cmd.Process.Pid
-	if syscall.Kill(-pgid, syscall.SIGTERM) != nil {
-		_ = cmd.Process.Kill() // not a group leader
-	}
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
 	select {
