@@ -6,9 +6,11 @@ package fifo
 import "sync"
 
 // Map keeps up to a fixed number of entries; putting a new key when it is full drops the key
-// put longest ago. Rewriting a key keeps its place. It is safe for concurrent use.
+// put longest ago. Rewriting a key keeps its place. It is safe for concurrent use; readers do
+// not exclude each other (the gateway asks its block list on every request, where a plain
+// mutex was its most contended lock).
 type Map[K comparable, V any] struct {
-	mu   sync.Mutex
+	mu   sync.RWMutex
 	m    map[K]entry[V]
 	ring []slot[K]
 	next int
@@ -32,8 +34,8 @@ func New[K comparable, V any](size int) *Map[K, V] {
 
 // Get returns the value of k.
 func (f *Map[K, V]) Get(k K) (V, bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	f.mu.RLock()
+	defer f.mu.RUnlock()
 	e, ok := f.m[k]
 	return e.v, ok
 }
@@ -75,7 +77,7 @@ func (f *Map[K, V]) Clear() {
 
 // Len is the number of entries.
 func (f *Map[K, V]) Len() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	f.mu.RLock()
+	defer f.mu.RUnlock()
 	return len(f.m)
 }

@@ -65,8 +65,10 @@ func (g *Generator) New(prefix string) string {
 // Append appends a new id (New) to dst.
 func (g *Generator) Append(dst []byte, prefix string) []byte {
 	var b [16]byte
-	g.mu.Lock()
+	// The clock is read before the lock, which then guards only the comparison: every request
+	// of the gateway takes an id here.
 	ms := uint64(g.now().UnixMilli())
+	g.mu.Lock()
 	if ms <= g.lastMS {
 		ms = g.lastMS
 		increment(&g.lastRnd)
@@ -153,8 +155,10 @@ func decodeDigit(c byte) int {
 // form of UUIDv7 also sorts by time.
 func (g *Generator) NewUUIDv7(prefix string) string {
 	var b [16]byte
-	g.mu.Lock()
+	// The clock is read before the lock, which then guards only the comparison: every request
+	// of the gateway takes an id here.
 	ms := uint64(g.now().UnixMilli())
+	g.mu.Lock()
 	if ms <= g.lastMS {
 		ms = g.lastMS
 		increment(&g.lastRnd)
