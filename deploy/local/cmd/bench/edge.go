@@ -162,7 +162,7 @@ func benchEdge(ctx context.Context, st *stack.Stack, s settings, root, dataDir s
 	}
 	defer gwLog.Close()
 	stubURL := "http://" + stubAddr
-	startGateway := func(bin, addr string) (*exec.Cmd, error) {
+	startGateway := func(bin, addr string, extra []string) (*exec.Cmd, error) {
 		env := []string{
 			"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
 			"GATEWAY_ADDR=" + addr, "ADMIN_ADDR=" + freeAddr(), "METRICS_ADDR=" + freeAddr(),
@@ -173,6 +173,7 @@ func benchEdge(ctx context.Context, st *stack.Stack, s settings, root, dataDir s
 			"OTEL_TRACES_SAMPLER=parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG=0.01",
 			"OTEL_EXPORTER_OTLP_ENDPOINT=" + sink.URL, "LOG_LEVEL=" + s.edgeLogLevel,
 		}
+		env = append(env, extra...) // the last of a repeated key wins (os/exec)
 		gw := exec.CommandContext(ctx, bin)
 		// Its logs go through a pipe, as a container's stdout does, copied to the file by this
 		// process: writing the file is the collector's work, not the gateway's.
@@ -189,15 +190,23 @@ func benchEdge(ctx context.Context, st *stack.Stack, s settings, root, dataDir s
 		procs = append(procs, gw)
 		return gw, nil
 	}
-	gw, err := startGateway(filepath.Join(dataDir, "bin", "gateway"), gwAddr)
+	gwBin := filepath.Join(dataDir, "bin", "gateway")
+	gw, err := startGateway(gwBin, gwAddr, nil)
 	if err != nil {
 		return err
 	}
 	var ref *exec.Cmd
 	refAddr := freeAddr()
-	if s.edgeRefGateway != "" {
-		if ref, err = startGateway(s.edgeRefGateway, refAddr); err != nil {
-			return fmt.Errorf("-edge-ref-gateway: %w", err)
+	refBin, refName := s.edgeRefGateway, s.edgeRefGateway
+	if refBin == "" && len(s.edgeRefEnv) > 0 {
+		refBin, refName = gwBin, "this build"
+	}
+	if len(s.edgeRefEnv) > 0 {
+		refName += " with " + strings.Join(s.edgeRefEnv, " ")
+	}
+	if refBin != "" {
+		if ref, err = startGateway(refBin, refAddr, s.edgeRefEnv); err != nil {
+			return fmt.Errorf("the reference gateway: %w", err)
 		}
 	}
 
@@ -262,7 +271,7 @@ func benchEdge(ctx context.Context, st *stack.Stack, s settings, root, dataDir s
 	fmt.Fprintf(stdout, "  bare Fiber proxy / nginx:   req/s %.2f× (the floor of this design)\n", f.rate/n.rate)
 	if r, ok := med["reference gateway → stub"]; ok {
 		fmt.Fprintf(stdout, "  gateway / reference (%s): req/s %.2f×, p99 %.2f×, CPU per request %.2f×\n",
-			s.edgeRefGateway, g.rate/r.rate, float64(g.p99)/float64(r.p99), float64(g.cpuPerRq)/float64(r.cpuPerRq))
+			refName, g.rate/r.rate, float64(g.p99)/float64(r.p99), float64(g.cpuPerRq)/float64(r.cpuPerRq))
 	}
 	return chainAllocs(ctx, root, stdout)
 }

@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -61,6 +62,9 @@ type settings struct {
 	// edgeRefGateway is a gateway binary measured beside this one (another build: before a
 	// change), with the same settings.
 	edgeRefGateway string
+	// edgeRefEnv are settings (KEY=value) the reference gateway runs with on top of the
+	// production ones: what a feature costs, measured in one sitting.
+	edgeRefEnv []string
 	// verification
 	verifRate     int
 	verifSessions int
@@ -85,6 +89,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	fs.StringVar(&s.only, "only", "", "run only 'gateway' (the edge comparison, then the gateway against webhooks-svc), 'edge' (the edge comparison alone), 'delivery', 'verification', 'payments' or 'collections'")
 	fs.StringVar(&s.edgeLogLevel, "edge-log-level", "info", "LOG_LEVEL of the gateway in the edge comparison (warn: without access logs)")
 	fs.StringVar(&s.edgeRefGateway, "edge-ref-gateway", "", "a gateway binary (another build, say of the commit before a change) measured in the edge comparison beside this one, with the same settings")
+	fs.Func("edge-ref-env", "settings (KEY=value, space-separated) the reference gateway runs with on top of the production ones, e.g. 'LOG_LEVEL=warn' or 'GATEWAY_RATE_LIMIT_TEST=0': what a feature costs. Without -edge-ref-gateway the reference is this build", func(v string) error {
+		for _, kv := range strings.Fields(v) {
+			if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+				return fmt.Errorf("%q is not KEY=value", kv)
+			}
+			s.edgeRefEnv = append(s.edgeRefEnv, kv)
+		}
+		return nil
+	})
 	fs.IntVar(&s.rounds, "rounds", 3, "rounds of the edge comparison (gateway), each running every target once in turn; medians are reported")
 	fs.IntVar(&s.verifRate, "verification-rate", 100, "verification sessions created per second")
 	fs.IntVar(&s.verifSessions, "verification-sessions", 10000, "verification sessions created, each then expiring")
