@@ -64,7 +64,14 @@ func (g *Generator) New(prefix string) string {
 
 // Append appends a new id (New) to dst.
 func (g *Generator) Append(dst []byte, prefix string) []byte {
-	var b [16]byte
+	dst = append(dst, prefix...)
+	return appendEncoded(dst, g.next())
+}
+
+// next returns the 16 bytes of a new id: 48 bits of Unix milliseconds, then 80 bits that are
+// random for a new millisecond and the previous id's plus one within the same one, so ids of
+// one generator sort in the order they were made.
+func (g *Generator) next() (b [16]byte) {
 	// The clock is read before the lock, which then guards only the comparison: every request
 	// of the gateway takes an id here.
 	ms := uint64(g.now().UnixMilli())
@@ -83,8 +90,7 @@ func (g *Generator) Append(dst []byte, prefix string) []byte {
 	b[1] = byte(ms >> 32)
 	binary.BigEndian.PutUint32(b[2:6], uint32(ms))
 	copy(b[6:], rnd[:])
-	dst = append(dst, prefix...)
-	return appendEncoded(dst, b)
+	return b
 }
 
 // increment adds one to a big-endian number; on the (astronomically unlikely) overflow it
@@ -154,24 +160,7 @@ func decodeDigit(c byte) int {
 // NewUUIDv7 returns prefix followed by a version-7 UUID in its canonical text form. The text
 // form of UUIDv7 also sorts by time.
 func (g *Generator) NewUUIDv7(prefix string) string {
-	var b [16]byte
-	// The clock is read before the lock, which then guards only the comparison: every request
-	// of the gateway takes an id here.
-	ms := uint64(g.now().UnixMilli())
-	g.mu.Lock()
-	if ms <= g.lastMS {
-		ms = g.lastMS
-		increment(&g.lastRnd)
-	} else {
-		g.lastMS = ms
-		mustRead(g.lastRnd[:])
-	}
-	rnd := g.lastRnd
-	g.mu.Unlock()
-	b[0] = byte(ms >> 40)
-	b[1] = byte(ms >> 32)
-	binary.BigEndian.PutUint32(b[2:6], uint32(ms))
-	copy(b[6:], rnd[:])
+	b := g.next()
 	b[6] = 0x70 | b[6]&0x0f // version 7
 	b[8] = 0x80 | b[8]&0x3f // RFC 9562 variant
 	return fmt.Sprintf("%s%x-%x-%x-%x-%x", prefix, b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
