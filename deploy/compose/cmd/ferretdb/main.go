@@ -51,6 +51,12 @@ func run(ctx context.Context, args []string, getenv config.Getenv, stdout io.Wri
 	log := slog.New(slog.NewJSONHandler(stdout, nil)).With("service", "ferretdb")
 	store, err := mongostore.Start(ctx, mongostore.Options{Dir: dir, Addr: addr})
 	if err != nil {
+		if ctx.Err() != nil {
+			// Stopped (SIGTERM) before it was ready: Start has already shut FerretDB down,
+			// so this is the clean stop that was asked for, not a start-up failure.
+			log.Info("stopped before ready")
+			return nil
+		}
 		return err
 	}
 	log.Info("listening", "listener", "mongodb", "addr", addr, "dir", dir)
