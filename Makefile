@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-MODULES := libs embedded gateway verification-svc collections-svc payments-svc webhooks-svc deploy/local deploy/compose deploy/k8s
+MODULES := api clients/go libs embedded gateway verification-svc collections-svc payments-svc webhooks-svc deploy/local deploy/compose deploy/k8s
 PACKAGES := $(addprefix ./,$(addsuffix /...,$(MODULES)))
 # Tests of several packages run in parallel; the end-to-end tests build and start the whole stack.
 TEST_FLAGS ?= -race -count=1 -timeout 15m
@@ -15,7 +15,7 @@ IMAGE_TAG ?= dev
 # version is the one its go.mod requires.
 COMPOSE_VERSION := $(shell awk '$$1=="require" && $$2=="github.com/docker/compose/v2" {print $$3}' deploy/compose/tools/go.mod)
 
-.PHONY: help run test bench lint fuzz tidy images compose-tool compose-test k8s
+.PHONY: help run test bench lint fuzz tidy images compose-tool compose-test k8s generate npm-api npm-ts
 
 help: ## Show this help
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -25,18 +25,43 @@ help: ## Show this help
 run: ## Build and start the whole platform on this machine (embedded MongoDB-compatible store and Redis unless MONGODB_URI / REDIS_URL are set)
 	@go build -o bin/rental-local ./deploy/local && exec ./bin/rental-local
 
-test: ## Run every module's tests with -race (uses REDIS_URL / MONGODB_URI when set, else embedded ones)
-	go test $(TEST_FLAGS) $(PACKAGES)
+# The end-to-end suite checks every exchange against the API's contract and writes which
+# operations and statuses it exercised to bin/contract-coverage.txt, printed after the run.
+test: ## Run every module's tests with -race (uses REDIS_URL / MONGODB_URI when set, else embedded ones); prints the contract coverage of the end-to-end suite
+	@mkdir -p bin && rm -f bin/contract-coverage.txt
+	E2E_CONTRACT_REPORT=$(CURDIR)/bin/contract-coverage.txt go test $(TEST_FLAGS) $(PACKAGES); status=$$?; \
+	  if [ -f bin/contract-coverage.txt ]; then echo; cat bin/contract-coverage.txt; fi; exit $$status
 
 # BENCH_FLAGS are the bench driver's (go run ./deploy/local/cmd/bench -h): make bench BENCH_FLAGS='-only gateway'.
 BENCH_FLAGS ?=
 bench: ## Start the platform and print load and latency figures (the edge: gateway vs nginx vs a bare Fiber proxy, allocations per request; gateway vs direct; event to delivery; verification sessions: create latency, expiry; payments: collection rate, create latency, scheduled retries' memory; collections: filtered list over 10,000 cases, concurrent uploads and memory). One section: make bench BENCH_FLAGS='-only gateway'
 	go run ./deploy/local/cmd/bench $(BENCH_FLAGS)
 
-lint: ## gofmt, go vet, and staticcheck when installed
+lint: npm-api ## gofmt, go vet, staticcheck when installed, and Redocly CLI on the API's OpenAPI documents
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go vet $(PACKAGES)
 	@if command -v staticcheck >/dev/null; then staticcheck $(PACKAGES); else echo "staticcheck not installed (go install honnef.co/go/tools/cmd/staticcheck@latest); skipped"; fi
+	cd api && npx --no-install redocly lint openapi.yaml admin.openapi.yaml
+
+# The contract's npm tools (Redocly CLI), pinned by api/package-lock.json; installed when missing
+# or when the lockfile changed.
+npm-api: api/node_modules/.package-lock.json
+api/node_modules/.package-lock.json: api/package.json api/package-lock.json
+	cd api && npm ci --no-audit --no-fund --loglevel=error
+
+# The TypeScript client's npm packages, pinned by its lockfile (its test installs them too).
+npm-ts: clients/typescript/node_modules/.package-lock.json
+clients/typescript/node_modules/.package-lock.json: clients/typescript/package.json clients/typescript/package-lock.json
+	cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error
+
+# oapi-codegen's version: the Go client's generator.
+OAPI_CODEGEN := github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen@v2.8.2
+
+generate: npm-api npm-ts ## Regenerate everything made from the API contract's sources (api/src): the OpenAPI documents, the reference page, the Go and TypeScript clients; CI fails when the checked-in output is stale
+	go run ./api/cmd/apigen -root api
+	cd api && node reference.mjs
+	cd clients/go && go run $(OAPI_CODEGEN) -config oapi-codegen.yaml ../../api/openapi.yaml
+	cd clients/typescript && npx --no-install openapi-typescript ../../api/openapi.yaml --output src/schema.d.ts
 
 fuzz: ## Fuzz the gateway's listener (60 s), the request parsers (30 s each, collections' upload form and file sniffing included) and the shared validation rules (10 s each)
 	go test -run '^$$' -fuzz FuzzDecode -fuzztime 30s ./libs/jsonbody

@@ -258,6 +258,8 @@ func TestCases(t *testing.T) {
 			{"debtor_country=Germany", "parameter_invalid", "debtor_country"},
 			{"debtor_type=person", "parameter_invalid", "debtor_type"},
 			{"creditor_reference=" + strings.Repeat("x", 101), "parameter_invalid", "creditor_reference"},
+			{"creditor_reference=%20%20", "parameter_invalid", "creditor_reference"},
+			{"creditor_reference=INV%07", "parameter_invalid", "creditor_reference"},
 			{"created[gte]=yesterday", "parameter_invalid", "created[gte]"},
 			{"limit=101", "parameter_invalid", "limit"},
 			{"starting_after=vs_1", "parameter_invalid", "starting_after"},

@@ -141,7 +141,7 @@ func TestGatewayRollKey(t *testing.T) {
 	}
 	// Rolling the rolled key again is refused.
 	do(t, "POST", s.admin+"/admin/api_keys/"+old.ID+"/roll", strings.NewReader(`{"expires_in":0}`), jsonHeaders(testAdminToken)).
-		expectError(t, 409, "invalid_request_error", "invalid_state")
+		expectError(t, 400, "invalid_request_error", "invalid_state")
 	time.Sleep(time.Until(rolledAt.Add(2100 * time.Millisecond)))
 	do(t, "GET", url, nil, bearer(*old.Secret)).expectError(t, 401, "authentication_error", "api_key_invalid")
 	if r := do(t, "GET", url, nil, bearer(*next.Secret)); r.status != 200 {
@@ -150,5 +150,5 @@ func TestGatewayRollKey(t *testing.T) {
 	// A revoked key cannot be rolled.
 	s.revokeKey(t, next.ID)
 	do(t, "POST", s.admin+"/admin/api_keys/"+next.ID+"/roll", strings.NewReader(`{"expires_in":0}`), jsonHeaders(testAdminToken)).
-		expectError(t, 409, "invalid_request_error", "invalid_state")
+		expectError(t, 400, "invalid_request_error", "invalid_state")
 }

@@ -8,10 +8,12 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/gofiber/fiber/v2"
 	"github.com/redis/go-redis/extra/redisotel/v9"
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
+	"rentalplatform/api"
 	keystore "rentalplatform/gateway/internal/adapters/mongo"
 	redisadapter "rentalplatform/gateway/internal/adapters/redis"
 	"rentalplatform/gateway/internal/adapters/upstream"
@@ -141,10 +143,17 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) (err
 		BodyLimit: cfg.BodyLimit, UploadBodyLimit: cfg.UploadBodyLimit, IDs: idgen,
 		TracerProvider: tel.TracerProvider, Propagator: tel.Propagator, Sampler: tel.Sampler, MeterProvider: tel.MeterProvider,
 		Checks: checks,
+		Documents: []httpport.Document{
+			{Path: "/v1/openapi.json", ContentType: fiber.MIMEApplicationJSONCharsetUTF8, Body: api.PublicJSON()},
+			{Path: "/docs", ContentType: fiber.MIMETextHTMLCharsetUTF8, Body: api.Reference()},
+		},
 	})
 	admin := httpport.NewAdmin(httpport.AdminConfig{
 		Logger: log, Keys: svc, Token: cfg.AdminToken, AuthLimit: svc.AdminAuth(), IDs: idgen,
 		TracerProvider: tel.TracerProvider, Propagator: tel.Propagator, Sampler: tel.Sampler, MeterProvider: tel.MeterProvider,
+		Documents: []httpport.Document{
+			{Path: "/admin/openapi.json", ContentType: fiber.MIMEApplicationJSONCharsetUTF8, Body: api.AdminJSON()},
+		},
 	})
 
 	// One failing listener stops the other and the background writer.

@@ -81,6 +81,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		ReconcileGrace:  cfg.ReconcileInterval,
 		RenderAgreement: httpport.AgreementObject,
 		RenderRequest:   httpport.RequestObject,
+		RenderCharge:    httpport.ChargeObject,
 	})
 	httpport.Register(rt.App, svc)
 

@@ -1,14 +1,19 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"rentalplatform/embedded/testkit"
+	"rentalplatform/libs/events"
+	"rentalplatform/libs/eventtype"
+	"rentalplatform/libs/ids"
 	"rentalplatform/libs/servicetest"
 )
 
@@ -21,15 +26,28 @@ func TestComponent(t *testing.T) {
 	servicetest.Component(t, run, map[string]string{"REDIS_URL": testkit.Redis(t)})
 }
 
+// instance is a running service and its environment.
+type instance struct {
+	*servicetest.Process
+	env map[string]string
+}
+
 // start runs the service on its own store and Redis.
-func start(t *testing.T, env ...string) *servicetest.Process {
+func start(t *testing.T, env ...string) *instance {
 	t.Helper()
 	vars := servicetest.Env(t)
 	maps.Copy(vars, map[string]string{"REDIS_URL": testkit.Redis(t), "OUTBOX_RELAY_INTERVAL": "100ms"})
 	for i := 0; i+1 < len(env); i += 2 {
 		vars[env[i]] = env[i+1]
 	}
-	return servicetest.Start(t, run, vars, "http")
+	return &instance{Process: servicetest.Start(t, run, vars, "http"), env: vars}
+}
+
+// published returns the events the service put on the events queue (nothing consumes it in
+// these tests) about the payment request id, the request's own and its charges', oldest first.
+func (s *instance) published(t *testing.T, id string) []events.Event {
+	t.Helper()
+	return servicetest.PublishedAbout(t, s.env["REDIS_URL"], id, "payment_request")
 }
 
 func agreementBody(tokens ...string) string {
@@ -190,6 +208,90 @@ func TestPaymentsComponent(t *testing.T) {
 				t.Fatalf("hard-declined method is %v", first)
 			}
 			time.Sleep(20 * time.Millisecond)
+		}
+	})
+
+	t.Run("charges in attempt_log and their events", func(t *testing.T) {
+		c := newClient(t)
+		pa := agreement(t, c, "tok_test_insufficient_funds", "tok_test_succeed_from_attempt_2")
+		pms := pa["payment_methods"].([]any)
+		first, second := pms[0].(map[string]any)["id"], pms[1].(map[string]any)["id"]
+		id := request(t, c, pa["id"].(string))["id"].(string)
+		waitFor(t, c, id, func(b map[string]any) bool { return b["next_retry_at"] != nil })
+		adv := c.Do(http.MethodPost, "/v1/test_helpers/payment_requests/"+id+"/advance", "")
+		mustStatus(t, adv, http.StatusOK)
+		if adv.Body["status"] != "succeeded" {
+			t.Fatalf("after advance: %s", adv.Raw)
+		}
+		// Attempt 1 charged both methods and both failed; attempt 2 charged the first (failed)
+		// and the second (succeeded).
+		want := []struct {
+			attempt float64
+			method  any
+			outcome string
+			code    any
+		}{{1, first, "failed", "insufficient_funds"}, {1, second, "failed", "insufficient_funds"}, {2, first, "failed", "insufficient_funds"}, {2, second, "succeeded", nil}}
+		log := adv.Body["attempt_log"].([]any)
+		if len(log) != len(want) {
+			t.Fatalf("attempt_log: %s", adv.Raw)
+		}
+		var raw struct {
+			AttemptLog []json.RawMessage `json:"attempt_log"`
+		}
+		if err := json.Unmarshal(adv.Raw, &raw); err != nil {
+			t.Fatal(err)
+		}
+		var chargeIDs []string
+		for i, w := range want {
+			ch := log[i].(map[string]any)
+			chID, _ := ch["id"].(string)
+			if !ids.Valid(ids.Charge, chID) || ch["object"] != "charge" || ch["payment_request"] != id || ch["payment_agreement"] != pa["id"] ||
+				ch["attempt"] != w.attempt || ch["payment_method"] != w.method || ch["amount"] != float64(12500) || ch["currency"] != "eur" ||
+				ch["outcome"] != w.outcome || ch["failure_code"] != w.code || ch["livemode"] != false || ch["created"] == nil {
+				t.Errorf("attempt_log[%d] = %s", i, raw.AttemptLog[i])
+			}
+			if len(ch) != 12 {
+				t.Errorf("attempt_log[%d] has %d fields, want the charge's 12: %s", i, len(ch), raw.AttemptLog[i])
+			}
+			chargeIDs = append(chargeIDs, chID)
+		}
+		if !slices.IsSorted(chargeIDs) || len(slices.Compact(slices.Clone(chargeIDs))) != len(chargeIDs) {
+			t.Errorf("charge ids are not distinct and time-ordered: %v", chargeIDs)
+		}
+		if again := c.Do(http.MethodGet, "/v1/payment_requests/"+id, ""); string(again.Raw) != string(adv.Raw) {
+			t.Errorf("a retrieve shows other charges than advance answered:\n%s\n%s", again.Raw, adv.Raw)
+		}
+
+		// One event per charge, before the request's outcome of its attempt, with the charge
+		// as attempt_log shows it.
+		wantTypes := []string{eventtype.PaymentRequestCreated, eventtype.PaymentRequestProcessing,
+			eventtype.ChargeFailed, eventtype.ChargeFailed, eventtype.PaymentRequestRetrying,
+			eventtype.ChargeFailed, eventtype.ChargeSucceeded, eventtype.PaymentRequestSucceeded}
+		var evs []events.Event
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			if evs = p.published(t, id); len(evs) >= len(wantTypes) || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		var types []string
+		var charges []string
+		for _, ev := range evs {
+			types = append(types, ev.Type)
+			if ev.Type == eventtype.ChargeFailed || ev.Type == eventtype.ChargeSucceeded {
+				charges = append(charges, string(ev.Data.Object))
+				if ev.Request.ID != nil {
+					t.Errorf("%s of the engine names API request %s", ev.Type, *ev.Request.ID)
+				}
+			}
+		}
+		if !slices.Equal(types, wantTypes) {
+			t.Fatalf("events %v; want %v", types, wantTypes)
+		}
+		for i, ch := range charges {
+			if ch != string(raw.AttemptLog[i]) {
+				t.Errorf("charge event %d's object %s; attempt_log[%d] is %s", i, ch, i, raw.AttemptLog[i])
+			}
 		}
 	})
 

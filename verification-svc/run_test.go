@@ -195,35 +195,7 @@ func TestBadRequests(t *testing.T) {
 // consumes it in these tests), oldest first.
 func (s *instance) published(t *testing.T, id string) []events.Event {
 	t.Helper()
-	opt, err := asynqx.RedisOpt(s.env["REDIS_URL"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	insp := asynq.NewInspector(opt)
-	defer insp.Close()
-	infos, err := insp.ListPendingTasks(events.Queue, asynq.PageSize(1000))
-	if err != nil && !strings.Contains(err.Error(), "not found") {
-		t.Fatal(err)
-	}
-	var out []events.Event
-	for _, ti := range infos {
-		evs, err := events.FromTask(ti.Type, ti.Payload)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, ev := range evs {
-			var o struct {
-				ID                  string `json:"id"`
-				VerificationSession string `json:"verification_session"`
-			}
-			_ = json.Unmarshal(ev.Data.Object, &o)
-			if o.ID == id || o.VerificationSession == id {
-				out = append(out, ev)
-			}
-		}
-	}
-	slices.SortFunc(out, func(a, b events.Event) int { return strings.Compare(a.ID, b.ID) })
-	return out
+	return servicetest.PublishedAbout(t, s.env["REDIS_URL"], id, "verification_session")
 }
 
 // waitPublished polls the queue until n events about id are there.

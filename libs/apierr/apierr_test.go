@@ -70,7 +70,7 @@ func TestFromDomain(t *testing.T) {
 		{domainerr.InvalidParam("currency", "bad"), 400, InvalidRequest, CodeParameterInvalid, "currency"},
 		{domainerr.Missing("url"), 400, InvalidRequest, CodeParameterMissing, "url"},
 		{domainerr.NotFoundObject("event", "evt_1"), 404, InvalidRequest, CodeResourceMissing, "id"},
-		{domainerr.InvalidState("no"), 409, InvalidRequest, CodeInvalidState, ""},
+		{domainerr.InvalidState("no"), 400, InvalidRequest, CodeInvalidState, ""},
 		{domainerr.New(domainerr.IdempotencyInUse, CodeIdempotencyKeyInUse, "Idempotency-Key", "busy"), 409, Idempotency, CodeIdempotencyKeyInUse, "Idempotency-Key"},
 		{domainerr.New(domainerr.IdempotencyReused, CodeIdempotencyKeyReused, "Idempotency-Key", "reused"), 400, Idempotency, CodeIdempotencyKeyReused, "Idempotency-Key"},
 		{domainerr.New(domainerr.TooLarge, "file_too_large", "file", "big"), 413, InvalidRequest, "file_too_large", "file"},

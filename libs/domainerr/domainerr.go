@@ -109,9 +109,11 @@ func NotFoundSentinel(object string) *Error {
 	return &Error{Kind: NotFound, Code: CodeResourceMissing, Object: object, Message: fmt.Sprintf("No such %s.", object)}
 }
 
-// InvalidState returns the Conflict error of an object whose state refuses the operation.
+// InvalidState returns the error of an object whose state refuses the operation: a 400, as
+// the API description answers cancelling a completed verification session, and as every
+// service answers it (a 409 is for conflicts a retry can resolve: a lock, a running attempt).
 func InvalidState(format string, args ...any) *Error {
-	return New(Conflict, CodeInvalidState, "", format, args...)
+	return New(Invalid, CodeInvalidState, "", format, args...)
 }
 
 // As returns the *Error inside err, or nil.

@@ -38,7 +38,7 @@ func TestConstructors(t *testing.T) {
 		{domainerr.Unknown("debtor.contact_person"), domainerr.Invalid, domainerr.CodeParameterUnknown, "debtor.contact_person", "Received unknown parameter: debtor.contact_person."},
 		{domainerr.InvalidParam("amount", "Invalid amount: must be > 0, got %d.", -1), domainerr.Invalid, domainerr.CodeParameterInvalid, "amount", "Invalid amount: must be > 0, got -1."},
 		{domainerr.NotFoundObject("event", "evt_1"), domainerr.NotFound, domainerr.CodeResourceMissing, "id", "No such event: 'evt_1'"},
-		{domainerr.InvalidState("Completed sessions cannot be canceled."), domainerr.Conflict, domainerr.CodeInvalidState, "", "Completed sessions cannot be canceled."},
+		{domainerr.InvalidState("Completed sessions cannot be canceled."), domainerr.Invalid, domainerr.CodeInvalidState, "", "Completed sessions cannot be canceled."},
 	} {
 		e := tc.err
 		if e.Kind != tc.kind || e.Code != tc.code || e.Param != tc.param || e.Message != tc.message {

@@ -443,3 +443,16 @@ func Serve(ctx context.Context, app *fiber.App, addr, name string, shutdownTimeo
 	}
 	return nil
 }
+
+// Routes returns the app's routes as {method, path} pairs ("POST", "/v1/things/:id"), the HEAD
+// routes Fiber adds beside each GET left out: a service's test compares its route table with
+// the API's contract.
+func Routes(app *fiber.App) [][2]string {
+	var out [][2]string
+	for _, r := range app.GetRoutes(true) {
+		if r.Method != fiber.MethodHead {
+			out = append(out, [2]string{r.Method, r.Path})
+		}
+	}
+	return out
+}

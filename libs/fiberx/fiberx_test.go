@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -350,5 +351,15 @@ func TestReadiness(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestRoutes(t *testing.T) {
+	app := fiber.New()
+	app.Get("/v1/things/:id", func(*fiber.Ctx) error { return nil })
+	app.Post("/v1/things", func(*fiber.Ctx) error { return nil })
+	got := Routes(app)
+	if len(got) != 2 || !slices.Contains(got, [2]string{"GET", "/v1/things/:id"}) || !slices.Contains(got, [2]string{"POST", "/v1/things"}) {
+		t.Fatalf("Routes = %v", got)
 	}
 }

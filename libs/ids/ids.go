@@ -6,6 +6,7 @@ package ids
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
@@ -25,6 +26,7 @@ const (
 	PaymentRequest      = "preq_"
 	PaymentAgreement    = "pa_"
 	PaymentMethod       = "pm_"
+	Charge              = "ch_"
 	WebhookEndpoint     = "we_"
 	Event               = "evt_"
 	File                = "file_"
@@ -91,6 +93,20 @@ func (g *Generator) next() (b [16]byte) {
 	binary.BigEndian.PutUint32(b[2:6], uint32(ms))
 	copy(b[6:], rnd[:])
 	return b
+}
+
+// Derived returns an id of the generated form (New's) for an object that has an identity but
+// no stored id: the time digits of at (the object's creation, so it sorts with its peers), then
+// 80 bits of the SHA-256 of key. The same prefix, time and key give the same id every time.
+func Derived(prefix string, at time.Time, key []byte) string {
+	var b [16]byte
+	ms := uint64(at.UnixMilli())
+	b[0] = byte(ms >> 40)
+	b[1] = byte(ms >> 32)
+	binary.BigEndian.PutUint32(b[2:6], uint32(ms))
+	sum := sha256.Sum256(key)
+	copy(b[6:], sum[:10])
+	return string(appendEncoded([]byte(prefix), b))
 }
 
 // increment adds one to a big-endian number; on the (astronomically unlikely) overflow it

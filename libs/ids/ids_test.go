@@ -168,3 +168,17 @@ func BenchmarkNew(b *testing.B) {
 		_ = g.New(Request)
 	}
 }
+
+func TestDerived(t *testing.T) {
+	at := time.UnixMilli(1795780000123)
+	a := Derived(Charge, at, []byte("preq_1:1:pm_1"))
+	if a != Derived(Charge, at, []byte("preq_1:1:pm_1")) || !Valid(Charge, a) {
+		t.Fatalf("Derived %q: not stable or not well-formed", a)
+	}
+	if got, ok := Time(Charge, a); !ok || !got.Equal(at) {
+		t.Fatalf("Time(%s) = %v, want %v", a, got, at)
+	}
+	if a == Derived(Charge, at, []byte("preq_1:2:pm_1")) || a == Derived(Charge, at.Add(time.Millisecond), []byte("preq_1:1:pm_1")) {
+		t.Fatal("another key or time gave the same id")
+	}
+}

@@ -150,16 +150,25 @@ func Duplicate(name string) *apierr.Error {
 		fmt.Sprintf("Received %s more than once: give each query parameter once (only array parameters, named with [], repeat).", name))
 }
 
-// List is the List object.
+// List is the List object. Livemode says which mode's objects it holds (spec §2); a list that
+// spans both modes (the admin API's keys of an account) has none.
 type List[T any] struct {
-	Object  string `json:"object"`
-	Data    []T    `json:"data"`
-	HasMore bool   `json:"has_more"`
-	URL     string `json:"url"`
+	Object   string `json:"object"`
+	Data     []T    `json:"data"`
+	HasMore  bool   `json:"has_more"`
+	URL      string `json:"url"`
+	Livemode *bool  `json:"livemode,omitempty"`
 }
 
-// New returns a List; a nil data renders as [] rather than null.
-func New[T any](url string, data []T, hasMore bool) List[T] {
+// New returns a List of one mode's objects; a nil data renders as [] rather than null.
+func New[T any](url string, livemode bool, data []T, hasMore bool) List[T] {
+	l := Across(url, data, hasMore)
+	l.Livemode = &livemode
+	return l
+}
+
+// Across returns a List of objects of both modes, without livemode.
+func Across[T any](url string, data []T, hasMore bool) List[T] {
 	if data == nil {
 		data = []T{}
 	}

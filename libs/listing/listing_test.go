@@ -87,13 +87,6 @@ func TestCreatedRefusedWhereNotListed(t *testing.T) {
 
 func eq(a, b *int64) bool { return (a == nil && b == nil) || (a != nil && b != nil && *a == *b) }
 
-func TestListRendersEmptyData(t *testing.T) {
-	b, _ := json.Marshal(New[int]("/v1/x", nil, false))
-	if string(b) != `{"object":"list","data":[],"has_more":false,"url":"/v1/x"}` {
-		t.Fatalf("got %s", b)
-	}
-}
-
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{"limit=5", "starting_after=we_1&limit=100", "created[gte]=1&created[lte]=x", "%zz", "limit=&limit=3"} {
 		f.Add(s)
@@ -123,4 +116,21 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A list says its mode (spec §2); a list across both modes says none; no data is [], not null.
+func TestListLivemode(t *testing.T) {
+	for _, tc := range []struct {
+		list any
+		want string
+	}{
+		{New("/v1/things", false, []int(nil), false), `{"object":"list","data":[],"has_more":false,"url":"/v1/things","livemode":false}`},
+		{New("/v1/things", true, []int{1}, true), `{"object":"list","data":[1],"has_more":true,"url":"/v1/things","livemode":true}`},
+		{Across("/admin/things", []int(nil), false), `{"object":"list","data":[],"has_more":false,"url":"/admin/things"}`},
+	} {
+		b, err := json.Marshal(tc.list)
+		if err != nil || string(b) != tc.want {
+			t.Errorf("got %s (%v), want %s", b, err, tc.want)
+		}
+	}
 }

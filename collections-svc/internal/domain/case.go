@@ -189,7 +189,7 @@ func NewCase(p NewCaseParams) (*Case, error) {
 	}
 	var creditorRef string
 	if p.CreditorReference != nil {
-		if creditorRef, err = reference("creditor_reference", *p.CreditorReference); err != nil {
+		if creditorRef, err = CallerReference("creditor_reference", *p.CreditorReference); err != nil {
 			return nil, err
 		}
 	}
@@ -280,15 +280,10 @@ func text(param string, s *string, max int) (string, error) {
 	return v, nil
 }
 
-// reference checks an optional reference the client keeps: 1 to MaxReferenceLen printable
-// characters.
-func reference(param, s string) (string, error) {
-	v := strings.TrimSpace(s)
-	if v == "" || utf8.RuneCountInString(v) > MaxReferenceLen || strings.ContainsFunc(v, isControl) {
-		return "", invalid(param, "Invalid %s: must be 1 to %d characters, without control characters.", param, MaxReferenceLen)
-	}
-	return v, nil
-}
+// CallerReference checks a reference the caller keeps (a creditor_reference, a debt payment's
+// reference), as given or as a list filter: trimmed, 1 to MaxReferenceLen characters, no
+// control characters.
+func CallerReference(param, s string) (string, error) { return text(param, &s, MaxReferenceLen) }
 
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }
 
@@ -311,7 +306,7 @@ func pastDate(param, s string, now time.Time) (time.Time, error) {
 // Pause stops collection activity: active → paused.
 func (c *Case) Pause() error {
 	if c.status != StatusActive {
-		return invalidState("Only an active collection case can be paused; this one is %s.", c.status)
+		return domainerr.InvalidState("Only an active collection case can be paused; this one is %s.", c.status)
 	}
 	c.status = StatusPaused
 	return nil
@@ -320,7 +315,7 @@ func (c *Case) Pause() error {
 // Resume restarts collection activity: paused → active.
 func (c *Case) Resume() error {
 	if c.status != StatusPaused {
-		return invalidState("Only a paused collection case can be resumed; this one is %s.", c.status)
+		return domainerr.InvalidState("Only a paused collection case can be resumed; this one is %s.", c.status)
 	}
 	c.status = StatusActive
 	return nil
@@ -348,7 +343,7 @@ func joinCodes() string {
 // Close ends the case with a resolution: active or paused → closed.
 func (c *Case) Close(code CloseCode) error {
 	if c.status != StatusActive && c.status != StatusPaused {
-		return invalidState("Only an active or paused collection case can be closed; this one is %s.", c.status)
+		return domainerr.InvalidState("Only an active or paused collection case can be closed; this one is %s.", c.status)
 	}
 	c.status = StatusClosed
 	c.closeCode = code
@@ -369,7 +364,7 @@ type PaymentParams struct {
 // refused, and so is any payment once the case is closed or before it is active.
 func (c *Case) RecordPayment(p PaymentParams) (Payment, error) {
 	if c.status != StatusActive && c.status != StatusPaused {
-		return Payment{}, invalidState("Payments can only be recorded on an active or paused collection case; this one is %s.", c.status)
+		return Payment{}, domainerr.InvalidState("Payments can only be recorded on an active or paused collection case; this one is %s.", c.status)
 	}
 	if p.Amount == nil {
 		return Payment{}, domainerr.Missing("amount")
@@ -390,7 +385,7 @@ func (c *Case) RecordPayment(p PaymentParams) (Payment, error) {
 	}
 	pay := Payment{ID: p.ID, Amount: *p.Amount, PaidAt: paidAt, Created: p.Created.UTC().Truncate(time.Second)}
 	if p.Reference != nil {
-		if pay.Reference, err = reference("reference", *p.Reference); err != nil {
+		if pay.Reference, err = CallerReference("reference", *p.Reference); err != nil {
 			return Payment{}, err
 		}
 	}

@@ -55,12 +55,6 @@ func FileNotFound(id string) error {
 var ErrConflict = domainerr.New(domainerr.Conflict, CodeLockTimeout, "",
 	"The collection case was being changed by another request; retry the request.")
 
-// invalidState is the 400 invalid_state the API answers for a move the case's status does not
-// allow (issue 13 §3); domainerr.InvalidState is a 409.
-func invalidState(format string, args ...any) error {
-	return domainerr.New(domainerr.Invalid, domainerr.CodeInvalidState, "", format, args...)
-}
-
 func invalid(param, format string, args ...any) error {
 	return domainerr.InvalidParam(param, format, args...)
 }

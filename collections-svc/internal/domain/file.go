@@ -86,7 +86,8 @@ func NewFile(p NewFileParams) (*File, error) {
 		size: p.Size, contentType: p.ContentType, sha256: p.SHA256, created: p.Created.UTC().Truncate(time.Second),
 	}
 	if p.Description != nil {
-		d := strings.TrimSpace(*p.Description)
+		// Browsers send a form's line breaks as CRLF (HTML's form encoding): stored as LF.
+		d := strings.TrimSpace(crlf.Replace(*p.Description))
 		if d == "" || utf8.RuneCountInString(d) > MaxDescriptionLen || strings.ContainsFunc(d, func(r rune) bool { return isControl(r) && r != '\n' && r != '\t' }) {
 			return nil, invalid("description", "Invalid description: must be 1 to %d characters, without control characters other than line breaks and tabs.", MaxDescriptionLen)
 		}
@@ -128,14 +129,18 @@ func (f *File) Account() string            { return f.account }
 func (f *File) Livemode() bool             { return f.livemode }
 func (f *File) Case() string               { return f.caseID }
 func (f *File) DocumentType() DocumentType { return f.documentType }
-func (f *File) Description() string        { return f.description }
-func (f *File) Filename() string           { return f.filename }
-func (f *File) Size() int64                { return f.size }
-func (f *File) ContentType() string        { return f.contentType }
-func (f *File) SHA256() string             { return f.sha256 }
-func (f *File) Created() time.Time         { return f.created }
-func (f *File) Emit(ev events.Event)       { f.newEvents = append(f.newEvents, ev) }
-func (f *File) NewEvents() []events.Event  { return slices.Clone(f.newEvents) }
+
+// crlf turns CRLF and lone CR line breaks into LF.
+var crlf = strings.NewReplacer("\r\n", "\n", "\r", "\n")
+
+func (f *File) Description() string       { return f.description }
+func (f *File) Filename() string          { return f.filename }
+func (f *File) Size() int64               { return f.size }
+func (f *File) ContentType() string       { return f.contentType }
+func (f *File) SHA256() string            { return f.sha256 }
+func (f *File) Created() time.Time        { return f.created }
+func (f *File) Emit(ev events.Event)      { f.newEvents = append(f.newEvents, ev) }
+func (f *File) NewEvents() []events.Event { return slices.Clone(f.newEvents) }
 
 // Owned reports whether the file belongs to the account in the mode and to the case.
 func (f *File) Owned(caseID, account string, livemode bool) bool {

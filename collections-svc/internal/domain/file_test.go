@@ -123,6 +123,12 @@ func TestNewFile(t *testing.T) {
 			t.Errorf("%s: %v; want %s on %s", tc.name, err, tc.code, tc.param)
 		}
 	}
+	// A form's CRLF line breaks (as browsers send them) and lone CRs are stored as LF.
+	q := p
+	q.Description = ptr("Invoice\r\nfor March\rand April")
+	if f, err := domain.NewFile(q); err != nil || f.Description() != "Invoice\nfor March\nand April" {
+		t.Errorf("CRLF description: %v %q", err, f.Description())
+	}
 	for _, dt := range domain.DocumentTypes {
 		q := p
 		q.DocumentType = ptr(string(dt))

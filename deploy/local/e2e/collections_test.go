@@ -106,6 +106,18 @@ func TestCollectionCases(t *testing.T) {
 		if closed.Body["status"] != "closed" || closed.Body["close_code"] != "paid_in_full" || closed.Body["remainder"] != float64(0) {
 			t.Fatalf("after the last payment: %s", closed.Raw)
 		}
+		paid := call(t, "GET", base+"/"+id+"/payments?limit=1", key, nil)
+		if data, _ := paid.Body["data"].([]any); paid.Status != 200 || len(data) != 1 || data[0].(map[string]any)["id"] != pay2.Body["id"] || paid.Body["has_more"] != true {
+			t.Fatalf("debt payments, newest first: %d %s", paid.Status, paid.Raw)
+		}
+		// A case closed by the caller, with a code; closing is final.
+		other := call(t, "POST", base, key, caseRequest("DE", "INV-2"))
+		otherID := str(other.Body["id"])
+		if r := call(t, "POST", base+"/"+otherID+"/close", key, map[string]any{"close_code": "settled"}); r.Status != 200 || r.Body["status"] != "closed" || r.Body["close_code"] != "settled" {
+			t.Fatalf("close: %d %s", r.Status, r.Raw)
+		}
+		wantErr(t, call(t, "POST", base+"/"+otherID+"/close", key, map[string]any{"close_code": "withdrawn"}), 400, "invalid_state", "")
+		wantErr(t, call(t, "POST", base+"/"+otherID+"/close", key, map[string]any{"close_code": "won"}), 400, "parameter_invalid", "close_code")
 
 		// A file of exactly the limit, through the gateway's streamed upload route, to the
 		// closed case, and back.

@@ -63,7 +63,7 @@ func callRaw(t *testing.T, method, url, key, body string, headers map[string]str
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
-	req, err := http.NewRequest(method, url, rd)
+	req, err := http.NewRequestWithContext(withTest(context.Background(), t), method, url, rd)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -139,4 +139,29 @@ func TestGatewayKeysEndToEnd(t *testing.T) {
 			t.Fatalf("error: %v", res)
 		}
 	})
+
+	t.Run("a key's own rate limit, and the account's keys listed", func(t *testing.T) {
+		k := p.admin(t, "POST", "/admin/api_keys", map[string]any{"account": "acct_limited"}, http.StatusCreated)
+		id, secret := k["id"].(string), k["secret"].(string)
+		got := p.admin(t, "POST", "/admin/api_keys/"+id, map[string]any{"rate_limit": 1}, http.StatusOK)
+		if got["rate_limit"] != float64(1) {
+			t.Fatalf("rate_limit: %v", got)
+		}
+		// The key's own bucket (a burst of 1) applies even with the accounts' limits off.
+		limited := false
+		for i := 0; i < 5 && !limited; i++ {
+			res := call(t, "GET", list, secret, nil)
+			limited = res.Status == http.StatusTooManyRequests && res.errCode() == "rate_limited" && res.Header.Get("Retry-After") != ""
+		}
+		if !limited {
+			t.Fatal("five requests at once with a limit of 1 a second: none refused")
+		}
+		if got := p.admin(t, "POST", "/admin/api_keys/"+id, map[string]any{"rate_limit": nil}, http.StatusOK); got["rate_limit"] != nil {
+			t.Fatalf("rate_limit null: %v", got)
+		}
+		keys := p.admin(t, "GET", "/admin/api_keys?account=acct_limited&limit=10", nil, http.StatusOK)
+		if data, _ := keys["data"].([]any); len(data) != 1 || data[0].(map[string]any)["id"] != id || data[0].(map[string]any)["secret"] != nil {
+			t.Fatalf("the account's keys: %v", keys)
+		}
+	})
 }

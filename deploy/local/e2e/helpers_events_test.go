@@ -93,6 +93,7 @@ func startWith(t *testing.T, cfg stackConfig) *platform {
 	if err != nil {
 		t.Fatalf("starting the stack: %v\n%s", err, logs.String())
 	}
+	registerGateway(t, st.GatewayURL, st.AdminURL)
 	t.Cleanup(func() {
 		if err := st.Stop(); err != nil {
 			t.Errorf("stopping the stack: %v", err)

@@ -125,6 +125,7 @@ func (l *launcher) running(t *testing.T) {
 	out := l.out.String()
 	l.gatewayURL = submatch(t, bannerGateway, out)
 	l.adminURL = submatch(t, bannerAdmin, out)
+	registerGateway(t, l.gatewayURL, l.adminURL)
 }
 
 // programs are the launcher's child processes, by pid, with their executables: as the

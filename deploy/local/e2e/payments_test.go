@@ -36,12 +36,13 @@ const (
 	retryAfterAttempt2 = 72 * 3600
 )
 
-// paymentEventTypes are every payment_request.* and payment_agreement.* type (endpoints take
-// exact types or "*", no family patterns).
+// paymentEventTypes are every payment_request.*, payment_agreement.* and charge.* type
+// payments emits (endpoints take exact types or "*", no family patterns).
 var paymentEventTypes = []string{
 	eventtype.PaymentAgreementCreated, eventtype.PaymentAgreementUpdated, eventtype.PaymentAgreementCancelled,
 	eventtype.PaymentRequestCreated, eventtype.PaymentRequestProcessing, eventtype.PaymentRequestRetrying,
 	eventtype.PaymentRequestSucceeded, eventtype.PaymentRequestFailed, eventtype.PaymentRequestCancelled,
+	eventtype.ChargeSucceeded, eventtype.ChargeFailed,
 }
 
 func TestPayments(t *testing.T) {
@@ -420,14 +421,35 @@ func TestPayments(t *testing.T) {
 			if adv.Status != 200 || adv.Body["status"] != "succeeded" {
 				t.Fatalf("advance: %d %s", adv.Status, adv.Raw)
 			}
+			// The request's two charges: attempt 1's failed, attempt 2's succeeded.
+			charges := attemptLog(adv.Body)
+			if len(charges) != 2 {
+				t.Fatalf("advance answered %s, want two charges in attempt_log", adv.Raw)
+			}
+			failedCharge, succeededCharge := str(charges[0]["id"]), str(charges[1]["id"])
+			for i, c := range charges {
+				if !strings.HasPrefix(str(c["id"]), "ch_") || c["object"] != "charge" || c["payment_request"] != id ||
+					c["payment_agreement"] != paID || num(c["amount"]) != 12500 || c["currency"] != "eur" || c["livemode"] != false ||
+					num(c["attempt"]) != float64(i+1) || c["payment_method"] != methodAt(t, pa, 0)["id"] {
+					t.Errorf("attempt_log[%d] is not the charge of attempt %d: %v", i, i+1, c)
+				}
+			}
+			if charges[0]["outcome"] != "failed" || charges[0]["failure_code"] != "insufficient_funds" ||
+				charges[1]["outcome"] != "succeeded" || charges[1]["failure_code"] != nil || failedCharge == succeededCharge {
+				t.Errorf("charges: %v", charges)
+			}
 
 			want := []string{eventtype.PaymentAgreementCreated, eventtype.PaymentRequestCreated, eventtype.PaymentRequestProcessing,
-				eventtype.PaymentRequestRetrying, eventtype.PaymentRequestSucceeded}
-			reqs := rx.WaitUntil(t, "/payments", deliveryWait, "the five events of "+id, func(r []receiver.Request) bool {
+				eventtype.ChargeFailed, eventtype.PaymentRequestRetrying, eventtype.ChargeSucceeded, eventtype.PaymentRequestSucceeded}
+			reqs := rx.WaitUntil(t, "/payments", deliveryWait, "the seven events of "+id, func(r []receiver.Request) bool {
 				return hasAbout(eventtype.PaymentAgreementCreated, paID, 1)(r) && hasAbout(eventtype.PaymentRequestCreated, id, 1)(r) &&
-					hasAbout(eventtype.PaymentRequestProcessing, id, 1)(r) && hasAbout(eventtype.PaymentRequestRetrying, id, 1)(r) &&
+					hasAbout(eventtype.PaymentRequestProcessing, id, 1)(r) && hasAbout(eventtype.ChargeFailed, failedCharge, 1)(r) &&
+					hasAbout(eventtype.PaymentRequestRetrying, id, 1)(r) && hasAbout(eventtype.ChargeSucceeded, succeededCharge, 1)(r) &&
 					hasAbout(eventtype.PaymentRequestSucceeded, id, 1)(r)
 			})
+			ours := func(object string) bool {
+				return object == id || object == paID || object == failedCharge || object == succeededCharge
+			}
 			time.Sleep(time.Second) // anything unexpected would arrive with the rest
 
 			v := verifier(t, secret)
@@ -440,7 +462,7 @@ func TestPayments(t *testing.T) {
 				if q.ID() != e.ID || e.Livemode || e.Object != "event" {
 					t.Errorf("delivery: webhook-id %q, event %+v", q.ID(), e)
 				}
-				if o := e.ObjectID(); o == id || o == paID {
+				if ours(e.ObjectID()) {
 					byID[e.ID] = e
 				}
 			}
@@ -486,11 +508,18 @@ func TestPayments(t *testing.T) {
 				o["payment_method_used"] != methodAt(t, pa, 0)["id"] {
 				t.Errorf("succeeded event's object: %v", o)
 			}
+			// A charge event's object is the charge as attempt_log shows it.
+			if o := objectOf(eventtype.ChargeFailed); fmt.Sprint(o) != fmt.Sprint(charges[0]) {
+				t.Errorf("charge.failed event's object: %v\nattempt_log[0]: %v", o, charges[0])
+			}
+			if o := objectOf(eventtype.ChargeSucceeded); fmt.Sprint(o) != fmt.Sprint(charges[1]) {
+				t.Errorf("charge.succeeded event's object: %v\nattempt_log[1]: %v", o, charges[1])
+			}
 
-			// The event log lists the same events, newest first.
+			// The event log (webhooks-svc's store) lists the same events, newest first.
 			var listed []string
 			for _, e := range listAll(t, key, p.GatewayURL+"/v1/events") {
-				if o := objectIDOf(e); o == id || o == paID {
+				if ours(objectIDOf(e)) {
 					listed = append(listed, str(e["type"]))
 				}
 			}

@@ -165,11 +165,11 @@ func TestTelemetry(t *testing.T) {
 			t.Errorf("no MongoDB command under the attempt span:\n%s", dump(at))
 		}
 
-		// The attempt's two events (processing, then its outcome) are published within the
-		// attempt's trace and consumed by webhooks-svc there. A charge that ends within the
-		// store's hold (docstore's Bracket) has both stored by one write and sent as one batch
-		// task, whose spans name both; a slower one (a loaded machine) has the claim stored
-		// first, so each event goes as a task of its own. Both are right; each is checked.
+		// The attempt's events (processing, then its charge's and its outcome's) are published
+		// within the attempt's trace and consumed by webhooks-svc there. A charge that ends within
+		// the store's hold (docstore's Bracket) has them stored by one write and sent as one batch
+		// task, whose spans name them; a slower one (a loaded machine) has the claim stored
+		// first, so the events go in more tasks. Both are right; each is checked.
 		inAttempt := func(s span) bool { return s.TraceID == attempt.TraceID }
 		published := func(s []span) []span {
 			return find(s, inAttempt, ofService("payments-svc"), ofKind(kindProducer), notDuplicate,
@@ -184,14 +184,14 @@ func TestTelemetry(t *testing.T) {
 		consumed := func(s []span, pub span) []span {
 			return find(s, inAttempt, ofService("webhooks-svc"), ofKind(kindConsumer), childOf(pub))
 		}
-		all = col.WaitFor(t, "the consumption of the attempt's two events", spanWait, func(s []span) bool {
+		all = col.WaitFor(t, "the consumption of the attempt's three events", spanWait, func(s []span) bool {
 			n := 0
 			for _, pub := range published(s) {
 				if len(consumed(s, pub)) > 0 {
 					n += len(eventsOf(pub))
 				}
 			}
-			return n >= 2
+			return n >= 3
 		})
 		at = find(all, inAttempt)
 		var ids []string
@@ -214,8 +214,8 @@ func TestTelemetry(t *testing.T) {
 				t.Errorf("consumer span %s %v; want what its publish %v names", consume, consume.Attrs, pub.Attrs)
 			}
 		}
-		if len(ids) != 2 || !strings.HasPrefix(ids[0], "evt_") || !strings.HasPrefix(ids[1], "evt_") || ids[0] == ids[1] {
-			t.Errorf("the attempt's events %v; want two (processing, then succeeded)", ids)
+		if len(ids) != 3 || len(slices.Compact(slices.Sorted(slices.Values(ids)))) != 3 || !strings.HasPrefix(ids[0], "evt_") || !strings.HasPrefix(ids[2], "evt_") {
+			t.Errorf("the attempt's events %v; want three (processing, the charge's, succeeded)", ids)
 		}
 	})
 

@@ -32,7 +32,8 @@ func Resources() []Resource { return append([]Resource(nil), resources...) }
 // resource whose permission governs it. Objects that only exist inside another resource go
 // with it: verification reports with their sessions, webhook deliveries with the endpoints
 // they are sent to (retrying one is an action on an endpoint; the deliveries of one event,
-// under /v1/events/:id/deliveries, are read with the event). ok is false for a segment that
+// under /v1/events/:id/deliveries, are read with the event), the catalogue of event types with
+// the events. ok is false for a segment that
 // is not an API resource.
 func ResourceOf(segment string) (Resource, bool) {
 	switch segment {
@@ -46,7 +47,7 @@ func ResourceOf(segment string) (Resource, bool) {
 		return ResPaymentAgreements, true
 	case "webhook_endpoints", "webhook_deliveries":
 		return ResWebhookEndpoints, true
-	case "events":
+	case "events", "event_types":
 		return ResEvents, true
 	}
 	return "", false

@@ -2,7 +2,9 @@ package app_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -146,7 +148,7 @@ func newFixture(t *testing.T, cancelWait time.Duration) *fixture {
 		Now: clk.Now, IDs: ids.NewGenerator(clk.Now),
 	}, app.Config{
 		ClaimTTL: claimTTL, CancelWait: cancelWait, AdvanceWait: time.Second, ReconcileGrace: time.Minute,
-		RenderAgreement: httpport.AgreementObject, RenderRequest: httpport.RequestObject,
+		RenderAgreement: httpport.AgreementObject, RenderRequest: httpport.RequestObject, RenderCharge: httpport.ChargeObject,
 	})
 	return &fixture{svc: svc, sched: sched, clock: clk, sim: sim, proc: proc, queue: q,
 		caller: identity.Identity{Account: "acct_1", RequestID: "req_1"}}
@@ -385,7 +387,8 @@ func TestAgreementCancellationCascade(t *testing.T) {
 }
 
 // The events of a request that succeeds at its second attempt, in order, with the API request
-// named only where one caused them.
+// named only where one caused them: each charge's outcome comes before the request's, and
+// carries the charge as attempt_log shows it.
 func TestEventsOfACollection(t *testing.T) {
 	f := newFixture(t, time.Second)
 	r := f.request(t, f.agreement(t, simulator.TokenSucceedFromAttempt2).ID())
@@ -400,7 +403,7 @@ func TestEventsOfACollection(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{eventtype.PaymentAgreementCreated, eventtype.PaymentRequestCreated, eventtype.PaymentRequestProcessing,
-		eventtype.PaymentRequestRetrying, eventtype.PaymentRequestSucceeded}
+		eventtype.ChargeFailed, eventtype.PaymentRequestRetrying, eventtype.ChargeSucceeded, eventtype.PaymentRequestSucceeded}
 	// Writes publish their events on goroutines of their own.
 	for deadline := time.Now().Add(5 * time.Second); len(f.queue.Events()) < len(want) && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
@@ -419,5 +422,81 @@ func TestEventsOfACollection(t *testing.T) {
 		if types[i] != want[i] {
 			t.Fatalf("events %v; want %v", types, want)
 		}
+	}
+	// The charge events' objects are the request's attempt_log, entry by entry.
+	var request struct {
+		AttemptLog []json.RawMessage `json:"attempt_log"`
+	}
+	done, err := json.Marshal(httpport.RequestObject(f.get(t, r.ID())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(done, &request); err != nil {
+		t.Fatal(err)
+	}
+	var charges []string
+	for _, ev := range f.queue.Events() {
+		if ev.Type == eventtype.ChargeFailed || ev.Type == eventtype.ChargeSucceeded {
+			charges = append(charges, string(ev.Data.Object))
+		}
+	}
+	if len(request.AttemptLog) != 2 || len(charges) != 2 {
+		t.Fatalf("attempt_log %s; charge events' objects %v", done, charges)
+	}
+	for i, c := range charges {
+		if c != string(request.AttemptLog[i]) {
+			t.Errorf("charge event %d's object %s; attempt_log[%d] is %s", i, c, i, request.AttemptLog[i])
+		}
+	}
+}
+
+// Each charge gets an id of its own from the id generator, kept through the record: the
+// attempt_log of a request whose first method is declined and second succeeds holds two
+// charges of attempt 1, each naming its method, and their ids are the charges' events'.
+func TestChargesOfAnAttempt(t *testing.T) {
+	f := newFixture(t, time.Second)
+	a := f.agreement(t, simulator.TokenDeclined, simulator.TokenSuccess)
+	r := f.request(t, a.ID())
+	if err := f.svc.RunAttempt(t.Context(), r.ID(), 1); err != nil {
+		t.Fatal(err)
+	}
+	tries := f.get(t, r.ID()).Tries()
+	methods := a.Methods()
+	if len(tries) != 2 || tries[0].Method != methods[0].ID || tries[0].Succeeded || tries[0].FailureCode != simulator.CodeDeclined ||
+		tries[1].Method != methods[1].ID || !tries[1].Succeeded {
+		t.Fatalf("charges %+v", tries)
+	}
+	if !ids.Valid(ids.Charge, tries[0].ID) || !ids.Valid(ids.Charge, tries[1].ID) || tries[0].ID >= tries[1].ID {
+		t.Fatalf("charge ids %q, %q: want two time-ordered ch_ ids", tries[0].ID, tries[1].ID)
+	}
+	chargeEvents := func() []string {
+		var out []string
+		for _, ev := range f.queue.Events() {
+			var obj struct {
+				ID      string `json:"id"`
+				Object  string `json:"object"`
+				Request string `json:"payment_request"`
+				Outcome string `json:"outcome"`
+			}
+			if err := json.Unmarshal(ev.Data.Object, &obj); err != nil {
+				t.Fatal(err)
+			}
+			if obj.Object == domain.ObjectCharge {
+				out = append(out, ev.Type+" "+obj.ID+" "+obj.Request+" "+obj.Outcome)
+			}
+		}
+		return out
+	}
+	// Writes publish their events on goroutines of their own.
+	got := chargeEvents()
+	for deadline := time.Now().Add(5 * time.Second); len(got) < 2 && time.Now().Before(deadline); got = chargeEvents() {
+		time.Sleep(10 * time.Millisecond)
+	}
+	want := []string{
+		eventtype.ChargeFailed + " " + tries[0].ID + " " + r.ID() + " failed",
+		eventtype.ChargeSucceeded + " " + tries[1].ID + " " + r.ID() + " succeeded",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("charge events %v; want %v", got, want)
 	}
 }

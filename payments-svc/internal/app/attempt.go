@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"rentalplatform/libs/eventtype"
+	"rentalplatform/libs/ids"
 
 	"rentalplatform/payments-svc/internal/domain"
 )
@@ -27,9 +28,10 @@ func (e *RetryAt) Error() string {
 // RunAttempt runs attempt n of a request: the engine's one way of charging. It claims the
 // request (so nothing else changes it while it charges), charges the agreement's usable
 // methods in order until one succeeds, records the outcome (succeeded, a retry scheduled, or
-// failed) and queues the next attempt. A request that is closed or past attempt n makes it a
-// no-op (a duplicate or late task); one whose attempt is not due yet is queued again for its
-// time; one whose agreement was cancelled is cancelled instead of charged.
+// failed) with the charges made, each a charge (ch_…) with its charge.succeeded or
+// charge.failed event, and queues the next attempt. A request that is closed or past attempt
+// n makes it a no-op (a duplicate or late task); one whose attempt is not due yet is queued
+// again for its time; one whose agreement was cancelled is cancelled instead of charged.
 //
 // Each charge carries the idempotency key "<request>:<n>:<method>", so a run that died after
 // charging and before recording is run again (its claim has gone stale) without charging
@@ -98,7 +100,7 @@ func (s *Service) RunAttempt(ctx context.Context, id string, n int) error {
 				// far are answered from their idempotency keys then.
 				return fmt.Errorf("attempt %d of %s: charge %s: %w", n, id, m.ID, err)
 			}
-			t := domain.Try{Attempt: n, Method: m.ID, Succeeded: res.Succeeded, FailureCode: res.FailureCode, At: s.Now()}
+			t := domain.Try{ID: s.IDs.New(ids.Charge), Attempt: n, Method: m.ID, Succeeded: res.Succeeded, FailureCode: res.FailureCode, At: s.Now()}
 			tries = append(tries, t)
 			if res.Succeeded {
 				break
@@ -117,6 +119,13 @@ func (s *Service) RunAttempt(ctx context.Context, id string, n int) error {
 		var err error
 		if outcome, err = r.Record(n, token, tries, len(hard) < len(methods)); err != nil {
 			return err
+		}
+		// The charges' events, then the request's, all stored by the write that records the
+		// outcome: none is raised for a charge whose record is lost.
+		for _, t := range tries {
+			if err := s.emitCharge(r, t); err != nil {
+				return err
+			}
 		}
 		return s.emitRequest(r, requestEvent[outcome], nil)
 	}

@@ -31,6 +31,16 @@ func (s *Service) emitRequest(r *domain.Request, typ string, caller *Caller) err
 	return s.emit(r, typ, r.Account(), r.Livemode(), s.cfg.RenderRequest(r), caller, nil)
 }
 
+// emitCharge keeps the event of a charge's outcome (charge.succeeded or charge.failed) on the
+// request that recorded it.
+func (s *Service) emitCharge(r *domain.Request, t domain.Try) error {
+	typ := eventtype.ChargeFailed
+	if t.Succeeded {
+		typ = eventtype.ChargeSucceeded
+	}
+	return s.emit(r, typ, r.Account(), r.Livemode(), s.cfg.RenderCharge(r, t), nil, nil)
+}
+
 func (s *Service) emitAgreement(a *domain.Agreement, typ string, caller *Caller, previous map[string]any) error {
 	return s.emit(a, typ, a.Account(), a.Livemode(), s.cfg.RenderAgreement(a), caller, previous)
 }

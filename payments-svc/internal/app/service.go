@@ -52,10 +52,11 @@ type Config struct {
 	// ReconcileGrace is how late an attempt may be before the reconciler takes its task for
 	// lost and queues it again.
 	ReconcileGrace time.Duration
-	// RenderAgreement and RenderRequest render objects as the API shows them: the objects of
-	// the events.
+	// RenderAgreement, RenderRequest and RenderCharge render objects as the API shows them:
+	// the objects of the events.
 	RenderAgreement func(*domain.Agreement) any
 	RenderRequest   func(*domain.Request) any
+	RenderCharge    func(*domain.Request, domain.Try) any
 }
 
 // Service runs the use cases.

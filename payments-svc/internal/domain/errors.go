@@ -22,6 +22,7 @@ const (
 	ObjectAgreement = "payment_agreement"
 	ObjectMethod    = "payment_method"
 	ObjectRequest   = "payment_request"
+	ObjectCharge    = "charge"
 )
 
 // Not-found sentinels: errors.Is(err, ErrAgreementNotFound) matches AgreementNotFound of any id.
@@ -45,12 +46,6 @@ var ErrConflict = domainerr.New(domainerr.Conflict, CodeLockTimeout, "",
 // attempt decides the outcome; a cancel then would race the charge).
 var ErrAttemptInProgress = domainerr.New(domainerr.Conflict, CodeAttemptInProgress, "",
 	"A collection attempt is charging this payment request right now; retry the cancel in a few seconds.")
-
-// invalidState is the 400 the API answers for an operation the object's state refuses (the
-// spec's "cancellation is refused"); domainerr.InvalidState is a 409.
-func invalidState(format string, args ...any) error {
-	return domainerr.New(domainerr.Invalid, domainerr.CodeInvalidState, "", format, args...)
-}
 
 func invalid(param, format string, args ...any) error {
 	return domainerr.InvalidParam(param, format, args...)

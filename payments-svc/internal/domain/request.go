@@ -64,8 +64,13 @@ const (
 // to charge.
 const FailureNoUsableMethod = "no_usable_method"
 
-// Try is one method charged in one attempt.
+// Try is one method charged in one attempt: the API's charge object (attempt_log's entries,
+// charge.* events).
 type Try struct {
+	// ID is the charge's id (ch_…): from the id generator when the charge is made; for a
+	// charge stored before charges had ids, derived from the request, attempt and method on
+	// rehydration (ChargeID).
+	ID          string
 	Attempt     int
 	Method      string // pm_ id
 	Succeeded   bool
@@ -181,7 +186,7 @@ func NewRequest(p NewRequestParams) (*Request, error) {
 
 // errNotCancellable refuses to cancel a request that succeeded or failed (spec §3.3).
 func errNotCancellable(s Status) error {
-	return invalidState("This payment request has %s and can no longer be cancelled.", s)
+	return domainerr.InvalidState("This payment request has %s and can no longer be cancelled.", s)
 }
 
 // Cancel stops the request for reason (StopCancelled by the client, StopAgreementCancelled by
@@ -290,7 +295,7 @@ func (r *Request) Record(n int, token string, tries []Try, usableLeft bool) (Out
 }
 
 // errNothingScheduled refuses to advance a request with no retry waiting.
-var errNothingScheduled = invalidState("This payment request has no scheduled attempt to advance: only a request waiting for a retry (next_retry_at set) can be advanced.")
+var errNothingScheduled = domainerr.InvalidState("This payment request has no scheduled attempt to advance: only a request waiting for a retry (next_retry_at set) can be advanced.")
 
 // Advance makes the scheduled retry due now (the test helper), exactly as if next_retry_at had
 // arrived. It returns the attempt now due.
@@ -381,13 +386,21 @@ func (r *Request) State() RequestState {
 	return s
 }
 
-// RehydrateRequest rebuilds a stored request; it is not a constructor and checks nothing.
+// RehydrateRequest rebuilds a stored request; it is not a constructor and checks nothing. A
+// charge stored without an id (recorded before charges had ids) gets its derived one
+// (ChargeID), so every read shows the same id, and the next write stores it.
 func RehydrateRequest(s RequestState) *Request {
+	tries := slices.Clone(s.Tries)
+	for i, t := range tries {
+		if t.ID == "" {
+			tries[i].ID = ChargeID(s.ID, t.Attempt, t.Method)
+		}
+	}
 	return &Request{
 		id: s.ID, account: s.Account, livemode: s.Livemode, agreement: s.Agreement, amount: s.Amount,
 		currency: s.Currency, description: s.Description, metadata: s.Metadata, created: s.Created.UTC(),
 		status: s.Status, methodUsed: s.MethodUsed, failureReason: s.FailureReason, attempts: s.Attempts,
-		nextRetryAt: s.NextRetryAt.UTC(), stopReason: s.StopReason, tries: s.Tries, cancelledAt: s.CancelledAt.UTC(),
+		nextRetryAt: s.NextRetryAt.UTC(), stopReason: s.StopReason, tries: tries, cancelledAt: s.CancelledAt.UTC(),
 		nextAttempt: s.NextAttempt, dueAt: s.DueAt.UTC(), claim: s.Claim,
 	}
 }

@@ -40,13 +40,6 @@ func ReportNotFound(id string) error { return domainerr.NotFoundObject(ObjectRep
 var ErrConflict = domainerr.New(domainerr.Conflict, CodeLockTimeout, "",
 	"The verification session was being changed by another request; retry the request.")
 
-// invalidState refuses an operation the session's state does not allow. The spec answers 400
-// for these (cancelling a completed session), so it is an Invalid error with code
-// invalid_state, not domainerr.InvalidState's 409.
-func invalidState(format string, args ...any) error {
-	return domainerr.New(domainerr.Invalid, CodeInvalidState, "", format, args...)
-}
-
 // URLNotAllowed refuses a webhook_url that points inside the platform's network.
 func URLNotAllowed(param, host string) error {
 	return domainerr.New(domainerr.Invalid, CodeURLNotAllowed, param,

@@ -332,7 +332,7 @@ func (s *Session) Cancel(now time.Time, reason CancellationReason) (changed bool
 	case StatusCanceled:
 		return false, nil
 	case StatusCompleted:
-		return false, invalidState("The verification session %s is completed and can no longer be canceled.", s.id)
+		return false, domainerr.InvalidState("The verification session %s is completed and can no longer be canceled.", s.id)
 	}
 	s.status, s.cancellationReason = StatusCanceled, reason
 	s.endAttempt(now, StatusCanceled, nil)
@@ -345,7 +345,7 @@ func (s *Session) Cancel(now time.Time, reason CancellationReason) (changed bool
 // redacted. Redacting again changes nothing (changed false); a running session is refused.
 func (s *Session) Redact(now time.Time) (changed bool, err error) {
 	if s.status.Running() {
-		return false, invalidState("The verification session %s is %s; only completed, failed, expired or canceled sessions can be redacted.",
+		return false, domainerr.InvalidState("The verification session %s is %s; only completed, failed, expired or canceled sessions can be redacted.",
 			s.id, s.status)
 	}
 	if !s.redactedAt.IsZero() {
@@ -379,7 +379,7 @@ func (s *Session) endAttempt(now time.Time, outcome Status, e *LastError) {
 
 // refuse is the error of a move the lifecycle does not have.
 func (s *Session) refuse(to Status) error {
-	return invalidState("The verification session %s is %s and cannot move to %s.", s.id, s.status, to)
+	return domainerr.InvalidState("The verification session %s is %s and cannot move to %s.", s.id, s.status, to)
 }
 
 // Advance is a move requested through the test helper (and, later, reported by a verification

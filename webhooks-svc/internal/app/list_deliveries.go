@@ -13,7 +13,7 @@ func (s *Service) ListEventDeliveries(ctx context.Context, caller Caller, event 
 	if _, err := s.GetEvent(ctx, caller, event); err != nil {
 		return nil, false, err
 	}
-	return s.Deliveries.ListForEvent(ctx, caller.Account, caller.Livemode, event, p)
+	return s.Deliveries.List(ctx, caller.Account, caller.Livemode, domain.DeliveryFilter{Event: event}, p)
 }
 
 // ListEndpointDeliveries returns one page of the deliveries to the caller's endpoint, newest
@@ -22,5 +22,5 @@ func (s *Service) ListEndpointDeliveries(ctx context.Context, caller Caller, end
 	if _, err := s.Get(ctx, caller, endpoint); err != nil {
 		return nil, false, err
 	}
-	return s.Deliveries.ListForEndpoint(ctx, caller.Account, caller.Livemode, endpoint, p)
+	return s.Deliveries.List(ctx, caller.Account, caller.Livemode, domain.DeliveryFilter{Endpoint: endpoint}, p)
 }

@@ -22,6 +22,9 @@ const (
 	DeliveryFailed    DeliveryStatus = "failed"
 )
 
+// DeliveryStatuses lists every status, in the order a delivery meets them.
+var DeliveryStatuses = []DeliveryStatus{DeliveryPending, DeliverySucceeded, DeliveryFailed}
+
 // ErrStale is returned when an attempt is recorded that the delivery never scheduled.
 var ErrStale = errors.New("delivery attempt is stale")
 

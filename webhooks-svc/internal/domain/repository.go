@@ -69,6 +69,13 @@ type EventRepository interface {
 	Purge(ctx context.Context, before time.Time) (int64, error)
 }
 
+// DeliveryFilter narrows a delivery list; zero fields do not filter, set ones all apply.
+type DeliveryFilter struct {
+	Endpoint string         // to this endpoint (a destination delivery has none, so never matches)
+	Event    string         // of this event
+	Status   DeliveryStatus // in this status
+}
+
 // DeliveryRepository stores deliveries, one per event and endpoint.
 type DeliveryRepository interface {
 	// Create stores a new delivery; false when the delivery, or another for the same event and
@@ -86,10 +93,10 @@ type DeliveryRepository interface {
 	// Update reads the delivery, applies fn and stores the result unless fn fails; as
 	// Repository.Update.
 	Update(ctx context.Context, id string, fn func(*Delivery) error) (*Delivery, error)
-	// ListForEvent and ListForEndpoint return one page of the account's deliveries in the mode,
-	// of one event or to one endpoint, newest first.
-	ListForEvent(ctx context.Context, account string, livemode bool, event string, p listing.Params) ([]*Delivery, bool, error)
-	ListForEndpoint(ctx context.Context, account string, livemode bool, endpoint string, p listing.Params) ([]*Delivery, bool, error)
+	// List returns one page of the account's deliveries in the mode that f selects, newest
+	// first, and whether more lie beyond it in the direction read (see listing.Params; the
+	// created bounds are on the delivery's creation).
+	List(ctx context.Context, account string, livemode bool, f DeliveryFilter, p listing.Params) ([]*Delivery, bool, error)
 	// Pending returns the pending deliveries to an endpoint.
 	Pending(ctx context.Context, endpoint string) ([]*Delivery, error)
 	// Overdue returns up to limit pending deliveries whose next attempt was due before t.

@@ -225,7 +225,7 @@ func (h handlers) listFiles(c *fiber.Ctx) error {
 	for i, f := range page {
 		data[i] = renderFile(f)
 	}
-	return c.JSON(listing.New(casesPath+"/"+id+"/files", data, hasMore))
+	return c.JSON(listing.New(casesPath+"/"+id+"/files", caller(c).Livemode, data, hasMore))
 }
 
 // fileContent answers the file's bytes as stored, with its sniffed type and length. The body

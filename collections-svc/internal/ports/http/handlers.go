@@ -7,7 +7,6 @@ import (
 	"context"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -196,7 +195,7 @@ func (h handlers) listPayments(c *fiber.Ctx) error {
 	for i, pay := range page {
 		data[i] = renderPayment(cs, pay)
 	}
-	return c.JSON(listing.New(casesPath+"/"+id+"/payments", data, hasMore))
+	return c.JSON(listing.New(casesPath+"/"+id+"/payments", caller(c).Livemode, data, hasMore))
 }
 
 // caseFilters are the list's own query parameters.
@@ -223,7 +222,7 @@ func (h handlers) listCases(c *fiber.Ctx) error {
 	for i, cs := range page {
 		data[i] = renderCase(cs)
 	}
-	return c.JSON(listing.New(casesPath, data, hasMore))
+	return c.JSON(listing.New(casesPath, caller(c).Livemode, data, hasMore))
 }
 
 // parseCaseFilter reads the list filters; get returns "" for a parameter not given (listing.Parse
@@ -250,11 +249,13 @@ func parseCaseFilter(get func(string) string) (domain.CaseFilter, error) {
 		f.DebtorType = domain.DebtorType(v)
 	}
 	if v := get("creditor_reference"); v != "" {
-		if utf8.RuneCountInString(v) > domain.MaxReferenceLen {
-			return f, domainerr.InvalidParam("creditor_reference", "Invalid creditor_reference: at most %d characters.", domain.MaxReferenceLen)
+		// Checked and trimmed as it is stored (domain.NewCase): a blank value is refused
+		// rather than read as no filter.
+		ref, err := domain.CallerReference("creditor_reference", v)
+		if err != nil {
+			return f, err
 		}
-		// Stored trimmed (domain.NewCase), so compared trimmed.
-		f.CreditorReference = strings.TrimSpace(v)
+		f.CreditorReference = ref
 	}
 	return f, nil
 }

@@ -47,6 +47,9 @@ type AdminConfig struct {
 	// AuthLimit limits wrong tokens per client address as the public listener limits bad
 	// API keys (GATEWAY_AUTH_FAILURE_LIMIT); nil: unlimited.
 	AuthLimit AuthLimit
+	// Documents are served behind the token like every admin route: the admin API's
+	// contract.
+	Documents []Document
 }
 
 const keysPath = "/admin/api_keys"
@@ -74,6 +77,7 @@ func NewAdmin(cfg AdminConfig) *fiber.App {
 	app.Post(keysPath+"/:id", a.update)
 	app.Post(keysPath+"/:id/revoke", a.revoke)
 	app.Post(keysPath+"/:id/roll", a.roll)
+	serveDocuments(app, cfg.Documents)
 	return app
 }
 
@@ -214,7 +218,7 @@ func (a *admin) list(c *fiber.Ctx) error {
 	for i, k := range keys {
 		data[i] = toJSON(k, "")
 	}
-	return c.JSON(listing.New(keysPath, data, more))
+	return c.JSON(listing.Across(keysPath, data, more))
 }
 
 func (a *admin) get(c *fiber.Ctx) error {

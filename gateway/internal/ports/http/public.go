@@ -75,6 +75,9 @@ type PublicConfig struct {
 	MeterProvider metric.MeterProvider
 	// Checks are the /readyz dependencies.
 	Checks []fiberx.Check
+	// Documents are served to anyone, before authentication: the API's contract and its
+	// reference page.
+	Documents []Document
 }
 
 type public struct {
@@ -141,6 +144,7 @@ func NewPublic(cfg PublicConfig) *fiber.App {
 
 	app.Use(p.guardBody)
 	fiberx.Health(app, cfg.Logger, cfg.Checks...)
+	serveDocuments(app, cfg.Documents)
 	app.Use(p.serve)
 	return app
 }

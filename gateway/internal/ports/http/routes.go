@@ -29,7 +29,7 @@ func (s Services) owner(resource string) *upstream.Upstream {
 		return s.Collections
 	case "payment_requests", "payment_agreements":
 		return s.Payments
-	case "webhook_endpoints", "events", "webhook_deliveries":
+	case "webhook_endpoints", "events", "webhook_deliveries", "event_types":
 		return s.Webhooks
 	}
 	return nil
@@ -163,6 +163,8 @@ var routeTemplates = []string{
 	"/v1/events",
 	"/v1/events/:id",
 	"/v1/events/:id/deliveries",
+	"/v1/event_types",
+	"/v1/webhook_deliveries",
 	"/v1/webhook_deliveries/:id/retry",
 }
 
@@ -189,7 +191,7 @@ func newRouteNames() routeNames {
 	names := routeNames{}
 	for _, r := range []string{
 		"verification_sessions", "verification_reports", "collection_cases", "payment_requests",
-		"payment_agreements", "webhook_endpoints", "events", "webhook_deliveries",
+		"payment_agreements", "webhook_endpoints", "events", "webhook_deliveries", "event_types",
 	} {
 		names[r] = &resourceRoutes{below: apiPrefix + r + "/*", helpers: apiPrefix + "test_helpers/" + r + "/*"}
 	}

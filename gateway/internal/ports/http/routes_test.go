@@ -1,9 +1,12 @@
 package http
 
 import (
+	"strings"
 	"testing"
 	"time"
 
+	"rentalplatform/api"
+	"rentalplatform/api/contract"
 	"rentalplatform/gateway/internal/adapters/upstream"
 )
 
@@ -122,5 +125,42 @@ func TestRouteNames(t *testing.T) {
 	}
 	if allocs := testing.AllocsPerRun(100, func() { n.of("/v1/collection_cases/dc_1/files/file_1/content") }); allocs != 0 {
 		t.Errorf("naming a route allocates %.0f times", allocs)
+	}
+}
+
+// The routes the gateway names (routeTemplates) are the contract's paths under /v1/, both ways:
+// a route the services add is documented and named, and the document holds no path nothing
+// routes. The services' own tests compare their route tables, methods included, with it.
+func TestRouteTemplatesAreTheContracts(t *testing.T) {
+	ops, err := contract.Operations(api.PublicJSON())
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := map[string]bool{}
+	for _, o := range ops {
+		// The gateway's own documents are served, not routed.
+		if strings.HasPrefix(o.Path, apiPrefix) && o.Path != "/v1/openapi.json" {
+			documented[o.Path] = true
+		}
+	}
+	named := map[string]bool{}
+	for _, tpl := range routeTemplates {
+		segs := strings.Split(tpl, "/")
+		for i, s := range segs {
+			if name, ok := strings.CutPrefix(s, ":"); ok {
+				segs[i] = "{" + name + "}"
+			}
+		}
+		named[strings.Join(segs, "/")] = true
+	}
+	for p := range documented {
+		if !named[p] {
+			t.Errorf("the contract's %s is not in routeTemplates", p)
+		}
+	}
+	for p := range named {
+		if !documented[p] {
+			t.Errorf("routeTemplates' %s is not in the contract", p)
+		}
 	}
 }

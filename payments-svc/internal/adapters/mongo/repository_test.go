@@ -176,3 +176,36 @@ func TestIndexDefinitions(t *testing.T) {
 		t.Fatalf("indexes %v\nwant %v", got, want)
 	}
 }
+
+// A charge's id is stored with it; a charge stored without one (as before charges had ids)
+// reads back with its derived id, the same on every read.
+func TestChargeIDsRoundTrip(t *testing.T) {
+	repo := mongo.NewRequests(servicetest.Store(t), outboxtest.NewRelay(&outboxtest.Queue{}))
+	ctx := t.Context()
+	if err := repo.Create(ctx, []*domain.Request{newRequest(t, "preq_01", "acct_1", "pa_a")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := repo.Update(ctx, "preq_01", "acct_1", false, func(r *domain.Request) error {
+		if _, err := r.ClaimAttempt(1, "tok", t0, time.Minute); err != nil {
+			return err
+		}
+		_, err := r.Record(1, "tok", []domain.Try{
+			{ID: "ch_01", Attempt: 1, Method: "pm_1", FailureCode: "insufficient_funds", At: t0},
+			{Attempt: 1, Method: "pm_2", Succeeded: true, At: t0},
+		}, true)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"ch_01", domain.ChargeID("preq_01", 1, "pm_2")}
+	for range 2 {
+		got, err := repo.Get(ctx, "preq_01", "acct_1", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tries := got.Tries()
+		if len(tries) != 2 || tries[0].ID != want[0] || tries[1].ID != want[1] {
+			t.Fatalf("charges read back %+v; want ids %v", tries, want)
+		}
+	}
+}

@@ -95,7 +95,10 @@ type requestDoc struct {
 	Claim         *claimDoc         `bson:"claim,omitempty"`
 }
 
+// tryDoc is one charge. Charges recorded before charges had ids have none stored: the domain
+// derives theirs (domain.ChargeID), and the next write of the request stores it.
 type tryDoc struct {
+	ID          string    `bson:"id,omitempty"`
 	Attempt     int       `bson:"attempt"`
 	Method      string    `bson:"payment_method"`
 	Succeeded   bool      `bson:"succeeded"`
@@ -123,7 +126,7 @@ func (d *requestDoc) set(r *domain.Request) {
 	d.NextRetryAt, d.StopReason, d.CancelledAt = docstore.TimePtr(s.NextRetryAt), string(s.StopReason), docstore.TimePtr(s.CancelledAt)
 	d.Tries = make([]tryDoc, len(s.Tries))
 	for i, t := range s.Tries {
-		d.Tries[i] = tryDoc{Attempt: t.Attempt, Method: t.Method, Succeeded: t.Succeeded, FailureCode: t.FailureCode, At: t.At.UTC()}
+		d.Tries[i] = tryDoc{ID: t.ID, Attempt: t.Attempt, Method: t.Method, Succeeded: t.Succeeded, FailureCode: t.FailureCode, At: t.At.UTC()}
 	}
 	d.NextAttempt, d.DueAt, d.Claim = s.NextAttempt, docstore.TimePtr(s.DueAt), nil
 	if s.Claim != nil {
@@ -135,7 +138,7 @@ func (d *requestDoc) set(r *domain.Request) {
 func (d requestDoc) request() *domain.Request {
 	tries := make([]domain.Try, len(d.Tries))
 	for i, t := range d.Tries {
-		tries[i] = domain.Try{Attempt: t.Attempt, Method: t.Method, Succeeded: t.Succeeded, FailureCode: t.FailureCode, At: t.At.UTC()}
+		tries[i] = domain.Try{ID: t.ID, Attempt: t.Attempt, Method: t.Method, Succeeded: t.Succeeded, FailureCode: t.FailureCode, At: t.At.UTC()}
 	}
 	var claim *domain.Claim
 	if d.Claim != nil {

@@ -161,7 +161,7 @@ func (h handlers) listAgreements(c *fiber.Ctx) error {
 	for i, a := range page {
 		data[i] = renderAgreement(a)
 	}
-	return c.JSON(listing.New(agreementsPath, data, hasMore))
+	return c.JSON(listing.New(agreementsPath, caller(c).Livemode, data, hasMore))
 }
 
 func (h handlers) createRequest(c *fiber.Ctx) error {
@@ -176,12 +176,15 @@ func (h handlers) createRequest(c *fiber.Ctx) error {
 	return c.JSON(renderRequest(r))
 }
 
-// bulkJSON is the answer of a bulk create (spec §4.3).
+// bulkJSON is the answer of a bulk create: a List object (spec §4.3: object, data,
+// total_created) whose page is always whole: has_more is false.
 type bulkJSON struct {
 	Object       string        `json:"object"`
 	Data         []requestJSON `json:"data"`
+	HasMore      bool          `json:"has_more"`
 	TotalCreated int           `json:"total_created"`
 	URL          string        `json:"url"`
+	Livemode     bool          `json:"livemode"`
 }
 
 func (h handlers) createRequests(c *fiber.Ctx) error {
@@ -200,7 +203,7 @@ func (h handlers) createRequests(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	out := bulkJSON{Object: "list", Data: make([]requestJSON, len(rs)), TotalCreated: len(rs), URL: bulkPath}
+	out := bulkJSON{Object: "list", Data: make([]requestJSON, len(rs)), TotalCreated: len(rs), URL: bulkPath, Livemode: caller(c).Livemode}
 	for i, r := range rs {
 		out.Data[i] = renderRequest(r)
 	}
@@ -269,5 +272,5 @@ func (h handlers) listRequests(c *fiber.Ctx) error {
 	for i, r := range page {
 		data[i] = renderRequest(r)
 	}
-	return c.JSON(listing.New(requestsPath, data, hasMore))
+	return c.JSON(listing.New(requestsPath, caller(c).Livemode, data, hasMore))
 }

@@ -57,20 +57,27 @@ type requestJSON struct {
 	Attempts          int               `json:"attempts"`
 	NextRetryAt       *int64            `json:"next_retry_at"`
 	RetryStopReason   *string           `json:"retry_stop_reason"`
-	AttemptLog        []attemptJSON     `json:"attempt_log"`
+	AttemptLog        []chargeJSON      `json:"attempt_log"`
 	Metadata          map[string]string `json:"metadata"`
 	Created           int64             `json:"created"`
 	CancelledAt       *int64            `json:"cancelled_at"`
 	Livemode          bool              `json:"livemode"`
 }
 
-// attemptJSON is one method charged in one attempt.
-type attemptJSON struct {
-	Attempt       int     `json:"attempt"`
-	PaymentMethod string  `json:"payment_method"`
-	Outcome       string  `json:"outcome"`
-	FailureCode   *string `json:"failure_code"`
-	Created       int64   `json:"created"`
+// chargeJSON is the charge object: one method charged in one attempt of a request.
+type chargeJSON struct {
+	ID               string  `json:"id"`
+	Object           string  `json:"object"`
+	PaymentRequest   string  `json:"payment_request"`
+	PaymentAgreement string  `json:"payment_agreement"`
+	Attempt          int     `json:"attempt"`
+	PaymentMethod    string  `json:"payment_method"`
+	Amount           int64   `json:"amount"`
+	Currency         string  `json:"currency"`
+	Outcome          string  `json:"outcome"`
+	FailureCode      *string `json:"failure_code"`
+	Created          int64   `json:"created"`
+	Livemode         bool    `json:"livemode"`
 }
 
 // AgreementObject renders an agreement as the API shows it (the object of its events).
@@ -78,6 +85,9 @@ func AgreementObject(a *domain.Agreement) any { return renderAgreement(a) }
 
 // RequestObject renders a request as the API shows it (the object of its events).
 func RequestObject(r *domain.Request) any { return renderRequest(r) }
+
+// ChargeObject renders a charge of a request as the API shows it (the object of its events).
+func ChargeObject(r *domain.Request, t domain.Try) any { return renderCharge(r, t) }
 
 func renderAgreement(a *domain.Agreement) agreementJSON {
 	t := a.Tenant()
@@ -104,21 +114,28 @@ func renderRequest(r *domain.Request) requestJSON {
 		Currency: r.Currency(), Description: stringOrNil(r.Description()), Status: string(r.Status()),
 		PaymentMethodUsed: stringOrNil(r.MethodUsed()), FailureReason: stringOrNil(r.FailureReason()),
 		Attempts: r.Attempts(), NextRetryAt: unixOrNil(r.NextRetryAt()),
-		RetryStopReason: stringOrNil(string(r.StopReason())), AttemptLog: []attemptJSON{},
+		RetryStopReason: stringOrNil(string(r.StopReason())), AttemptLog: []chargeJSON{},
 		Metadata: r.Metadata(), Created: r.Created().Unix(), CancelledAt: unixOrNil(r.CancelledAt()),
 		Livemode: r.Livemode(),
 	}
 	for _, t := range r.Tries() {
-		outcome := "failed"
-		if t.Succeeded {
-			outcome = "succeeded"
-		}
-		out.AttemptLog = append(out.AttemptLog, attemptJSON{
-			Attempt: t.Attempt, PaymentMethod: t.Method, Outcome: outcome,
-			FailureCode: stringOrNil(t.FailureCode), Created: t.At.Unix(),
-		})
+		out.AttemptLog = append(out.AttemptLog, renderCharge(r, t))
 	}
 	return out
+}
+
+// renderCharge renders a charge: what the try records, and what it charged from its request
+// (a request's amount and currency never change, so they are the charge's).
+func renderCharge(r *domain.Request, t domain.Try) chargeJSON {
+	outcome := "failed"
+	if t.Succeeded {
+		outcome = "succeeded"
+	}
+	return chargeJSON{
+		ID: t.ID, Object: domain.ObjectCharge, PaymentRequest: r.ID(), PaymentAgreement: r.Agreement(),
+		Attempt: t.Attempt, PaymentMethod: t.Method, Amount: r.Amount(), Currency: r.Currency(),
+		Outcome: outcome, FailureCode: stringOrNil(t.FailureCode), Created: t.At.Unix(), Livemode: r.Livemode(),
+	}
 }
 
 func stringOrNil(s string) *string {

@@ -145,7 +145,7 @@ func (h handlers) list(c *fiber.Ctx) error {
 	for i, s := range page {
 		data[i] = renderSession(s, false)
 	}
-	return c.JSON(listing.New(basePath, data, hasMore))
+	return c.JSON(listing.New(basePath, caller(c).Livemode, data, hasMore))
 }
 
 func (h handlers) cancel(c *fiber.Ctx) error {

@@ -34,26 +34,44 @@ func NewDeliveries(db *docstore.DB) *Deliveries {
 	})}
 }
 
-// EnsureIndexes declares the unique (event, endpoint) index that keeps a redelivered event from
-// doubling its deliveries, the list indexes, the indexes of the endpoint's pending deliveries
-// and of overdue ones, and the retention indexes; it reports whether the store has TTL indexes.
+// EnsureIndexes declares deliveryIndexes and the retention index where the store has TTL
+// indexes; it reports whether it does.
 func (r *Deliveries) EnsureIndexes(ctx context.Context, retention time.Duration) (bool, error) {
-	idx := func(name string, keys bson.D) mongo.IndexModel {
-		return mongo.IndexModel{Keys: keys, Options: options.Index().SetName(name)}
-	}
-	unique := idx("event_endpoint", bson.D{{Key: "event", Value: 1}, {Key: "endpoint", Value: 1}})
-	unique.Options.SetUnique(true)
-	if err := r.docs.EnsureIndexes(ctx,
-		unique,
-		idx("account_livemode_event_id", bson.D{{Key: "account", Value: 1}, {Key: "livemode", Value: 1}, {Key: "event", Value: 1}, {Key: "_id", Value: -1}}),
-		idx("account_livemode_endpoint_id", bson.D{{Key: "account", Value: 1}, {Key: "livemode", Value: 1}, {Key: "endpoint", Value: 1}, {Key: "_id", Value: -1}}),
-		idx("endpoint_status", bson.D{{Key: "endpoint", Value: 1}, {Key: "status", Value: 1}}),
-		idx("status_next_attempt_at", bson.D{{Key: "status", Value: 1}, {Key: "next_attempt_at", Value: 1}}),
-		idx("event_created_at", bson.D{{Key: "event_created_at", Value: 1}}),
-	); err != nil {
+	if err := r.docs.EnsureIndexes(ctx, deliveryIndexes()...); err != nil {
 		return false, err
 	}
 	return r.docs.EnsureTTL(ctx, "event_created_at_ttl", "event_created_at", retention)
+}
+
+// deliveryIndexes are the unique (event, endpoint) index that keeps a redelivered event from
+// doubling its deliveries; one list index per filter of List (account and mode, the filter's
+// field, then _id for the newest-first order; filters given together are served by one of them
+// and checked on the documents it selects); the indexes of an endpoint's pending deliveries and
+// of overdue ones; and the purge's.
+func deliveryIndexes() []mongo.IndexModel {
+	idx := func(name string, keys bson.D) mongo.IndexModel {
+		return mongo.IndexModel{Keys: keys, Options: options.Index().SetName(name)}
+	}
+	scoped := func(name string, fields ...string) mongo.IndexModel {
+		keys := bson.D{{Key: "account", Value: 1}, {Key: "livemode", Value: 1}}
+		for _, f := range fields {
+			keys = append(keys, bson.E{Key: f, Value: 1})
+		}
+		return idx(name, append(keys, bson.E{Key: "_id", Value: -1}))
+	}
+	unique := idx("event_endpoint", bson.D{{Key: "event", Value: 1}, {Key: "endpoint", Value: 1}})
+	unique.Options.SetUnique(true)
+	return []mongo.IndexModel{
+		unique,
+		scoped("account_livemode_id"),
+		scoped("account_livemode_event_id", "event"),
+		scoped("account_livemode_endpoint_id", "endpoint"),
+		scoped("account_livemode_status_id", "status"),
+		scoped("account_livemode_created_id", "created"),
+		idx("endpoint_status", bson.D{{Key: "endpoint", Value: 1}, {Key: "status", Value: 1}}),
+		idx("status_next_attempt_at", bson.D{{Key: "status", Value: 1}, {Key: "next_attempt_at", Value: 1}}),
+		idx("event_created_at", bson.D{{Key: "event_created_at", Value: 1}}),
+	}
 }
 
 // deliveryDoc is a stored delivery. event_created_at lets the retention purge (or a TTL index)
@@ -178,14 +196,44 @@ func (r *Deliveries) page(ctx context.Context, filter bson.D, p listing.Params) 
 	return out, hasMore, nil
 }
 
-// ListForEvent implements domain.DeliveryRepository.
-func (r *Deliveries) ListForEvent(ctx context.Context, account string, livemode bool, event string, p listing.Params) ([]*domain.Delivery, bool, error) {
-	return r.page(ctx, bson.D{{Key: "account", Value: account}, {Key: "livemode", Value: livemode}, {Key: "event", Value: event}}, p)
+// List implements domain.DeliveryRepository.
+func (r *Deliveries) List(ctx context.Context, account string, livemode bool, f domain.DeliveryFilter, p listing.Params) ([]*domain.Delivery, bool, error) {
+	filter := bson.D{{Key: "account", Value: account}, {Key: "livemode", Value: livemode}}
+	if f.Endpoint != "" {
+		filter = append(filter, bson.E{Key: "endpoint", Value: f.Endpoint})
+	}
+	if f.Event != "" {
+		filter = append(filter, bson.E{Key: "event", Value: f.Event})
+	}
+	if f.Status != "" {
+		filter = append(filter, bson.E{Key: "status", Value: string(f.Status)})
+	}
+	// created is stored as a date, not in the Unix seconds docstore's pages compare, so the
+	// bounds go into the filter here and the page goes on without them.
+	if created := createdBounds(p.CreatedGTE, p.CreatedLTE); created != nil {
+		filter = append(filter, bson.E{Key: "created", Value: created})
+	}
+	p.CreatedGTE, p.CreatedLTE = nil, nil
+	return r.page(ctx, filter, p)
 }
 
-// ListForEndpoint implements domain.DeliveryRepository.
-func (r *Deliveries) ListForEndpoint(ctx context.Context, account string, livemode bool, endpoint string, p listing.Params) ([]*domain.Delivery, bool, error) {
-	return r.page(ctx, bson.D{{Key: "account", Value: account}, {Key: "livemode", Value: livemode}, {Key: "endpoint", Value: endpoint}}, p)
+// maxCreated is the latest creation time the bounds compare with (the last second of year
+// 9999): a BSON date is milliseconds in an int64, which a bound of any int64 seconds would
+// overflow.
+const maxCreated = 253402300799
+
+// createdBounds is the condition on created of the API's created[gte] and created[lte] (Unix
+// seconds, inclusive); nil when neither is given. The API shows created truncated to the
+// second, so created[lte]=t takes every delivery of that second: created before t+1.
+func createdBounds(gte, lte *int64) bson.D {
+	var out bson.D
+	if gte != nil {
+		out = append(out, bson.E{Key: "$gte", Value: time.Unix(min(*gte, maxCreated), 0).UTC()})
+	}
+	if lte != nil {
+		out = append(out, bson.E{Key: "$lt", Value: time.Unix(min(*lte, maxCreated)+1, 0).UTC()})
+	}
+	return out
 }
 
 func (r *Deliveries) findAll(ctx context.Context, filter bson.D, opts ...options.Lister[options.FindOptions]) ([]*domain.Delivery, error) {

@@ -154,20 +154,20 @@ func TestDeliveryStore(t *testing.T) {
 		}
 		toEp := f.create("evt_"+f.gen.New(""), ep, time.Now())
 		newDeliveryFixture(t, repo).create(ev, "we_foreign", time.Now()) // another account
-		page, more, err := repo.ListForEvent(ctx, f.account, false, ev, listing.Params{Limit: 10})
+		page, more, err := repo.List(ctx, f.account, false, domain.DeliveryFilter{Event: ev}, listing.Params{Limit: 10})
 		if err != nil || !more || len(page) != 10 || page[0].ID() != newestFirst[0] {
-			t.Fatalf("ListForEvent: %d, %v, %v", len(page), more, err)
+			t.Fatalf("List by event: %d, %v, %v", len(page), more, err)
 		}
-		page, more, err = repo.ListForEvent(ctx, f.account, false, ev, listing.Params{Limit: 10, StartingAfter: page[9].ID()})
+		page, more, err = repo.List(ctx, f.account, false, domain.DeliveryFilter{Event: ev}, listing.Params{Limit: 10, StartingAfter: page[9].ID()})
 		if err != nil || more || len(page) != 2 || page[1].ID() != newestFirst[11] {
-			t.Fatalf("ListForEvent page 2: %d, %v, %v", len(page), more, err)
+			t.Fatalf("List by event, page 2: %d, %v, %v", len(page), more, err)
 		}
-		if page, _, _ := repo.ListForEvent(ctx, f.account, true, ev, listing.Params{Limit: 10}); len(page) != 0 {
+		if page, _, _ := repo.List(ctx, f.account, true, domain.DeliveryFilter{Event: ev}, listing.Params{Limit: 10}); len(page) != 0 {
 			t.Fatal("other mode sees deliveries")
 		}
-		page, _, err = repo.ListForEndpoint(ctx, f.account, false, ep, listing.Params{Limit: 10})
+		page, _, err = repo.List(ctx, f.account, false, domain.DeliveryFilter{Endpoint: ep}, listing.Params{Limit: 10})
 		if err != nil || len(page) != 1 || page[0].ID() != toEp.ID() {
-			t.Fatalf("ListForEndpoint: %v %v", page, err)
+			t.Fatalf("List by endpoint: %v %v", page, err)
 		}
 		pending, err := repo.Pending(ctx, ep)
 		if err != nil || len(pending) != 1 {

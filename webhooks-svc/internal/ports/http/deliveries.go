@@ -1,10 +1,17 @@
 package http
 
 import (
+	"fmt"
+	"net/url"
+	"slices"
+
 	"github.com/gofiber/fiber/v2"
 
+	"rentalplatform/libs/apierr"
 	"rentalplatform/libs/fiberx"
+	"rentalplatform/libs/ids"
 	"rentalplatform/libs/listing"
+	"rentalplatform/libs/validate"
 
 	"rentalplatform/webhooks-svc/internal/domain"
 )
@@ -66,7 +73,9 @@ func renderDelivery(d *domain.Delivery) deliveryJSON {
 	return out
 }
 
-func (h handlers) deliveryPage(c *fiber.Ctx, url string, list func(p listing.Params) ([]*domain.Delivery, bool, error), id string) error {
+// deliveryPage answers a list of the deliveries of one event or to one endpoint: only the
+// common list parameters.
+func (h handlers) deliveryPage(c *fiber.Ctx, path string, list func(p listing.Params) ([]*domain.Delivery, bool, error)) error {
 	q, err := fiberx.Query(c)
 	if err != nil {
 		return err
@@ -79,25 +88,83 @@ func (h handlers) deliveryPage(c *fiber.Ctx, url string, list func(p listing.Par
 	if err != nil {
 		return err
 	}
+	return renderDeliveries(c, path, page, hasMore)
+}
+
+// renderDeliveries answers a page of deliveries as the list object at path.
+func renderDeliveries(c *fiber.Ctx, path string, page []*domain.Delivery, hasMore bool) error {
 	data := make([]deliveryJSON, len(page))
 	for i, d := range page {
 		data[i] = renderDelivery(d)
 	}
-	return c.JSON(listing.New(url, data, hasMore))
+	return c.JSON(listing.New(path, caller(c).Livemode, data, hasMore))
+}
+
+// listDeliveries answers GET /v1/webhook_deliveries: every delivery of the caller's, filtered.
+func (h handlers) listDeliveries(c *fiber.Ctx) error {
+	q, err := fiberx.Query(c)
+	if err != nil {
+		return err
+	}
+	p, err := listing.Parse(q, listing.Spec{IDPrefix: domain.DeliveryIDPrefix, Created: true, Filters: []string{"endpoint", "event", "status"}})
+	if err != nil {
+		return err
+	}
+	f, err := deliveryFilter(q)
+	if err != nil {
+		return err
+	}
+	page, hasMore, err := h.svc.ListDeliveries(c.UserContext(), caller(c), f, p)
+	if err != nil {
+		return err
+	}
+	return renderDeliveries(c, deliveriesPath, page, hasMore)
+}
+
+// deliveryFilter reads endpoint, event and status (listing.Parse has refused them empty or
+// repeated). The ids must be well formed, as the retrieve operations' are, but are not looked
+// up (app.ListDeliveries).
+func deliveryFilter(q url.Values) (domain.DeliveryFilter, error) {
+	var f domain.DeliveryFilter
+	for _, by := range []struct {
+		param, prefix, what string
+		dst                 *string
+	}{
+		{"endpoint", ids.WebhookEndpoint, "a webhook endpoint id", &f.Endpoint},
+		{"event", ids.Event, "an event id", &f.Event},
+	} {
+		v, ok := q[by.param]
+		if !ok {
+			continue
+		}
+		if !ids.Valid(by.prefix, v[0]) {
+			return f, apierr.Invalid(apierr.CodeParameterInvalid, by.param,
+				fmt.Sprintf("Invalid %s: expected %s (%s…), got '%s'.", by.param, by.what, by.prefix, validate.Shown(v[0])))
+		}
+		*by.dst = v[0]
+	}
+	if v, ok := q["status"]; ok {
+		if !slices.Contains(domain.DeliveryStatuses, domain.DeliveryStatus(v[0])) {
+			return f, apierr.Invalid(apierr.CodeParameterInvalid, "status",
+				fmt.Sprintf("Invalid status: must be one of pending, succeeded, failed; got '%s'.", validate.Shown(v[0])))
+		}
+		f.Status = domain.DeliveryStatus(v[0])
+	}
+	return f, nil
 }
 
 func (h handlers) eventDeliveries(c *fiber.Ctx) error {
 	id := pathID(c)
 	return h.deliveryPage(c, eventsPath+"/"+id+"/deliveries", func(p listing.Params) ([]*domain.Delivery, bool, error) {
 		return h.svc.ListEventDeliveries(c.UserContext(), caller(c), id, p)
-	}, id)
+	})
 }
 
 func (h handlers) endpointDeliveries(c *fiber.Ctx) error {
 	id := pathID(c)
 	return h.deliveryPage(c, basePath+"/"+id+"/deliveries", func(p listing.Params) ([]*domain.Delivery, bool, error) {
 		return h.svc.ListEndpointDeliveries(c.UserContext(), caller(c), id, p)
-	}, id)
+	})
 }
 
 func (h handlers) retryDelivery(c *fiber.Ctx) error {

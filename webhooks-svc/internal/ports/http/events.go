@@ -15,6 +15,7 @@ import (
 	"rentalplatform/libs/fiberx"
 	"rentalplatform/libs/ids"
 	"rentalplatform/libs/listing"
+	"rentalplatform/libs/validate"
 
 	"rentalplatform/webhooks-svc/internal/domain"
 )
@@ -60,7 +61,7 @@ func (h handlers) listEvents(c *fiber.Ctx) error {
 	for i, r := range page {
 		data[i] = renderEvent(r)
 	}
-	return c.JSON(listing.New(eventsPath, data, hasMore))
+	return c.JSON(listing.New(eventsPath, caller(c).Livemode, data, hasMore))
 }
 
 var indexedTypes = regexp.MustCompile(`^types\[\d+\]$`)
@@ -102,16 +103,16 @@ func eventFilter(q url.Values) (domain.EventFilter, error) {
 	switch {
 	case typ != "":
 		if family, ok := strings.CutSuffix(typ, ".*"); ok {
-			if !knownFamily(family) {
+			if !eventtype.KnownFamily(family) {
 				return f, apierr.Invalid(apierr.CodeParameterInvalid, "type",
-					fmt.Sprintf("Invalid type: '%s' is not a known event family.", typ))
+					fmt.Sprintf("Invalid type: '%s' is not a known event family.", validate.Shown(typ)))
 			}
 			f.Family = family
 		} else if eventtype.Known(typ) {
 			f.Type = typ
 		} else {
 			return f, apierr.Invalid(apierr.CodeParameterInvalid, "type",
-				fmt.Sprintf("Invalid type: '%s' is not a known event type (or family.* wildcard).", typ))
+				fmt.Sprintf("Invalid type: '%s' is not a known event type (or family.* wildcard).", validate.Shown(typ)))
 		}
 	case len(types) > 0:
 		if len(types) > maxTypes {
@@ -121,7 +122,7 @@ func eventFilter(q url.Values) (domain.EventFilter, error) {
 		for i, t := range types {
 			if !eventtype.Known(t) {
 				return f, apierr.Invalid(apierr.CodeParameterInvalid, fmt.Sprintf("types[%d]", i),
-					fmt.Sprintf("Invalid types[%d]: '%s' is not a known event type.", i, t))
+					fmt.Sprintf("Invalid types[%d]: '%s' is not a known event type.", i, validate.Shown(t)))
 			}
 		}
 		f.Types = types
@@ -136,13 +137,4 @@ func eventFilter(q url.Values) (domain.EventFilter, error) {
 			fmt.Sprintf("Invalid delivery_success: must be true or false, got '%s'.", v))
 	}
 	return f, nil
-}
-
-func knownFamily(family string) bool {
-	for _, t := range eventtype.All() {
-		if eventtype.Family(t) == family {
-			return true
-		}
-	}
-	return false
 }

@@ -35,7 +35,9 @@ func Register(r fiber.Router, svc *app.Service) {
 	r.Get(eventsPath, h.listEvents)
 	r.Get(eventsPath+"/:id", h.getEvent)
 	r.Get(eventsPath+"/:id/deliveries", h.eventDeliveries)
+	r.Get(deliveriesPath, h.listDeliveries)
 	r.Post(deliveriesPath+"/:id/retry", h.retryDelivery)
+	r.Get(eventTypesPath, h.listEventTypes)
 }
 
 // createParams is the body of POST /v1/webhook_endpoints. Pointers tell "absent" from "empty".
@@ -156,5 +158,5 @@ func (h handlers) list(c *fiber.Ctx) error {
 	for i, e := range page {
 		data[i] = render(e, false)
 	}
-	return c.JSON(listing.New(basePath, data, hasMore))
+	return c.JSON(listing.New(basePath, caller(c).Livemode, data, hasMore))
 }

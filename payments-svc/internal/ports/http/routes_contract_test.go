@@ -1,0 +1,21 @@
+package http
+
+import (
+	"testing"
+
+	"github.com/gofiber/fiber/v2"
+
+	"rentalplatform/api"
+	"rentalplatform/api/contract"
+	"rentalplatform/libs/fiberx"
+)
+
+// Every route the service registers is an operation of the API's contract, and every
+// operation of the contract under its paths is a route.
+func TestRoutesAreInTheContract(t *testing.T) {
+	app := fiber.New()
+	Register(app, nil)
+	for _, p := range contract.RouteProblems(api.PublicJSON(), fiberx.Routes(app), "/v1/payment_agreements", "/v1/payment_requests", "/v1/test_helpers/payment_requests") {
+		t.Error(p)
+	}
+}
