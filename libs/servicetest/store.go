@@ -17,3 +17,23 @@ func Store(t testing.TB) *docstore.DB {
 	}
 	return db
 }
+
+// IndexNames returns the names of the indexes the store holds on collection coll.
+func IndexNames(t testing.TB, db *docstore.DB, coll string) []string {
+	t.Helper()
+	cur, err := db.Database().Collection(coll).Indexes().List(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var specs []struct {
+		Name string `bson:"name"`
+	}
+	if err := cur.All(t.Context(), &specs); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, s := range specs {
+		out = append(out, s.Name)
+	}
+	return out
+}

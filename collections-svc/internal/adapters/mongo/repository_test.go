@@ -268,23 +268,7 @@ func TestIndexDefinitions(t *testing.T) {
 	if err := mongo.NewFiles(db, relay).EnsureIndexes(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	names := func(coll string) []string {
-		cur, err := db.Database().Collection(coll).Indexes().List(t.Context())
-		if err != nil {
-			t.Fatal(err)
-		}
-		var specs []struct {
-			Name string `bson:"name"`
-		}
-		if err := cur.All(t.Context(), &specs); err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for _, s := range specs {
-			out = append(out, s.Name)
-		}
-		return out
-	}
+	names := func(coll string) []string { return servicetest.IndexNames(t, db, coll) }
 	onServer := names(mongo.CasesCollection)
 	if !slices.Contains(onServer, "account_livemode_reference") {
 		t.Fatalf("the unique reference index is missing: %v", onServer)

@@ -358,20 +358,7 @@ func TestIndexes(t *testing.T) {
 		t.Log("the embedded store gets unique indexes only (docs/architecture.md); the declarations are checked above")
 		return
 	}
-	cur, err := f.db.Database().Collection(Collection).Indexes().List(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var specs []struct {
-		Name string `bson:"name"`
-	}
-	if err := cur.All(t.Context(), &specs); err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, s := range specs {
-		names = append(names, s.Name)
-	}
+	names := servicetest.IndexNames(t, f.db, Collection)
 	for _, m := range indexes() {
 		var o options.IndexOptions
 		for _, set := range m.Options.List() {

@@ -234,20 +234,7 @@ func TestDeliveryIndexDefinitions(t *testing.T) {
 	if _, err := mongo.NewDeliveries(db).EnsureIndexes(t.Context(), time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	cur, err := db.Database().Collection(mongo.DeliveriesCollection).Indexes().List(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var specs []struct {
-		Name string `bson:"name"`
-	}
-	if err := cur.All(t.Context(), &specs); err != nil {
-		t.Fatal(err)
-	}
-	var onServer []string
-	for _, s := range specs {
-		onServer = append(onServer, s.Name)
-	}
+	onServer := servicetest.IndexNames(t, db, mongo.DeliveriesCollection)
 	if !slices.Contains(onServer, "event_endpoint") {
 		t.Fatalf("the unique (event, endpoint) index is missing: %v", onServer)
 	}

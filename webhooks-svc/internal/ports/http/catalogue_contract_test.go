@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"rentalplatform/api"
+	"rentalplatform/libs/apiversion"
 	"rentalplatform/libs/eventtype"
 )
 
@@ -79,5 +80,33 @@ func TestCatalogueIsTheContracts(t *testing.T) {
 	}
 	if len(doc.Webhooks) != len(emitted) {
 		t.Errorf("webhooks has %d entries for %d emitted types", len(doc.Webhooks), len(emitted))
+	}
+}
+
+// The contract's version is the API's current version, and the versions an endpoint may pin
+// are the ones the platform renders.
+func TestAPIVersionIsTheContracts(t *testing.T) {
+	var doc struct {
+		Info       struct{ Version string }
+		Components struct {
+			Schemas map[string]struct {
+				Properties map[string]struct{ Enum []any }
+			}
+		}
+	}
+	if err := json.Unmarshal(api.PublicJSON(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Info.Version != apiversion.Current {
+		t.Errorf("info.version %s, the API's current version is %s", doc.Info.Version, apiversion.Current)
+	}
+	var pinnable []string
+	for _, v := range doc.Components.Schemas["CreateWebhookEndpointBody"].Properties["api_version"].Enum {
+		if v, ok := v.(string); ok {
+			pinnable = append(pinnable, v)
+		}
+	}
+	if !slices.Equal(pinnable, apiversion.List()) {
+		t.Errorf("CreateWebhookEndpointBody.api_version takes %v, the platform renders %v", pinnable, apiversion.List())
 	}
 }
