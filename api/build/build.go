@@ -47,9 +47,8 @@ type policy struct {
 	// shared are the gateway's answers, by status, added to every operation (bodyShared to
 	// POSTs too), as references to components.responses.
 	shared, bodyShared map[string]string
-	// common are the codes every operation may answer, by status; postCommon those of POSTs;
-	// queryCommon those of operations that take query parameters.
-	common, postCommon, queryCommon map[string][]string
+	// common are the codes every operation may answer, by status; postCommon those of POSTs.
+	common, postCommon map[string][]string
 }
 
 func policyOf(k Kind) policy {
@@ -57,8 +56,8 @@ func policyOf(k Kind) policy {
 		return policy{
 			shared:     map[string]string{"401": "Unauthorized", "429": "TooManyRequests", "500": "InternalError", "503": "ServiceUnavailable"},
 			bodyShared: map[string]string{"413": "PayloadTooLarge", "415": "UnsupportedMediaType"},
-			common:     map[string][]string{"400": {"parameter_duplicate", "parameter_unknown"}},
-			postCommon: map[string][]string{"400": {"body_invalid_json", "parameter_duplicate", "parameter_unknown"}},
+			common:     map[string][]string{"400": {"parameter_duplicate", "parameter_invalid", "parameter_unknown"}},
+			postCommon: map[string][]string{"400": {"body_invalid_json"}},
 		}
 	}
 	return policy{
@@ -68,13 +67,12 @@ func policyOf(k Kind) policy {
 			"502": "BadGateway", "503": "ServiceUnavailable", "504": "GatewayTimeout",
 		},
 		bodyShared: map[string]string{"413": "PayloadTooLarge", "415": "UnsupportedMediaType"},
-		// A malformed Idempotency-Key header is parameter_invalid on every operation.
-		common: map[string][]string{"400": {"parameter_invalid"}},
-		// A query is read whole: a parameter the operation does not take, or one given twice,
-		// is refused by name.
-		queryCommon: map[string][]string{"400": {"parameter_duplicate", "parameter_unknown"}},
+		// Every operation reads its whole query: a parameter it does not take, or one given
+		// twice, is refused by name; so is a malformed Idempotency-Key header
+		// (parameter_invalid).
+		common: map[string][]string{"400": {"parameter_duplicate", "parameter_invalid", "parameter_unknown"}},
 		postCommon: map[string][]string{
-			"400": {"body_invalid_json", "body_unreadable", "idempotency_key_reused", "parameter_duplicate", "parameter_invalid", "parameter_unknown"},
+			"400": {"body_invalid_json", "body_unreadable", "idempotency_key_reused"},
 			"409": {"idempotency_key_in_use"},
 		},
 	}
@@ -135,7 +133,7 @@ func Expand(dir string, kind Kind) (*yaml.Node, error) {
 			default:
 				continue
 			}
-			if err := p.operation(item.Content[j+1], method, codes, get(root, "components")); err != nil {
+			if err := p.operation(item.Content[j+1], method, codes); err != nil {
 				return nil, fmt.Errorf("%s %s: %w", strings.ToUpper(method), path, err)
 			}
 		}
@@ -144,7 +142,7 @@ func Expand(dir string, kind Kind) (*yaml.Node, error) {
 }
 
 // operation adds the shared parts to one operation.
-func (p policy) operation(op *yaml.Node, method string, known map[string]bool, components *yaml.Node) error {
+func (p policy) operation(op *yaml.Node, method string, known map[string]bool) error {
 	if get(op, "operationId") == nil {
 		return errors.New("no operationId")
 	}
@@ -193,11 +191,6 @@ func (p policy) operation(op *yaml.Node, method string, known map[string]bool, c
 				byStatus[s] = append(byStatus[s], cs...)
 			}
 		}
-		if takesQuery(op, components) {
-			for s, cs := range p.queryCommon {
-				byStatus[s] = append(byStatus[s], cs...)
-			}
-		}
 	}
 	statuses := make([]string, 0, len(byStatus))
 	for s := range byStatus {
@@ -230,24 +223,6 @@ func (p policy) operation(op *yaml.Node, method string, known map[string]bool, c
 	}
 	sortKeys(responses)
 	return nil
-}
-
-// takesQuery reports whether an operation declares a query parameter (directly or through a
-// reference to components.parameters).
-func takesQuery(op, components *yaml.Node) bool {
-	params := get(op, "parameters")
-	if params == nil {
-		return false
-	}
-	for _, p := range params.Content {
-		if r := get(p, "$ref"); r != nil {
-			p = get(get(components, "parameters"), strings.TrimPrefix(r.Value, "#/components/parameters/"))
-		}
-		if in := get(p, "in"); in != nil && in.Value == "query" {
-			return true
-		}
-	}
-	return false
 }
 
 func maps(m map[string]string) [][2]string {

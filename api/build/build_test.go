@@ -89,7 +89,7 @@ func TestExpand(t *testing.T) {
 	if got := at(get, "responses", "404", "x-error-codes"); !slices.Equal(toStrings(got), []string{"resource_missing"}) {
 		t.Errorf("GET 404 codes %v", got)
 	}
-	if got := at(get, "responses", "400", "x-error-codes"); !slices.Equal(toStrings(got), []string{"parameter_invalid"}) {
+	if got := at(get, "responses", "400", "x-error-codes"); !slices.Equal(toStrings(got), []string{"parameter_duplicate", "parameter_invalid", "parameter_unknown"}) {
 		t.Errorf("GET 400 codes %v", got)
 	}
 	if got := at(get, "responses", "401", "$ref"); got != "#/components/responses/Unauthorized" {

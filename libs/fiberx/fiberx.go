@@ -332,6 +332,35 @@ func Query(c *fiber.Ctx) (url.Values, error) {
 	return ParseQuery(string(c.Request().URI().QueryString()))
 }
 
+// NoQuery wraps the handler of an operation that takes no query parameters with RefuseQuery.
+func NoQuery(h fiber.Handler) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		if err := RefuseQuery(c); err != nil {
+			return err
+		}
+		return h(c)
+	}
+}
+
+// RefuseQuery refuses a request to an operation that takes no query parameters but sent some:
+// 400 parameter_unknown naming the first (in name order), as a body parameter the operation
+// does not take is, so a misplaced parameter never goes unnoticed. It is nil for a request
+// with none.
+func RefuseQuery(c *fiber.Ctx) error {
+	if len(c.Request().URI().QueryString()) == 0 {
+		return nil
+	}
+	q, err := Query(c)
+	if err != nil || len(q) == 0 {
+		return err
+	}
+	names := make([]string, 0, len(q))
+	for name := range q {
+		names = append(names, name)
+	}
+	return apierr.Unknown(slices.Min(names))
+}
+
 // ParseQuery reads a query string and refuses, naming the parameter, what two readers of it
 // could take differently: a parameter given more than once (400 parameter_duplicate), unless
 // its name ends in "[]" (an array: types[]=a&types[]=b), and a name or value that is not valid

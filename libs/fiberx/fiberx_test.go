@@ -363,3 +363,33 @@ func TestRoutes(t *testing.T) {
 		t.Fatalf("Routes = %v", got)
 	}
 }
+
+func TestNoQuery(t *testing.T) {
+	var got error
+	app := fiber.New(fiber.Config{ErrorHandler: func(c *fiber.Ctx, err error) error { got = err; return c.SendStatus(400) }})
+	app.Get("/v1/things/:id", NoQuery(func(c *fiber.Ctx) error { return c.SendString("ok") }))
+	for _, tc := range []struct {
+		query string
+		code  string // "" for none: the handler ran
+		param string
+	}{
+		{"", "", ""},
+		{"?", "", ""},
+		{"?expand=x", "parameter_unknown", "expand"},
+		{"?z=1&a=2", "parameter_unknown", "a"},
+		{"?limit=1&limit=2", "parameter_duplicate", "limit"},
+	} {
+		got = nil
+		resp, err := app.Test(httptest.NewRequest("GET", "/v1/things/t_1"+tc.query, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := apierr.From(got)
+		switch {
+		case tc.code == "" && (resp.StatusCode != 200 || got != nil):
+			t.Errorf("%q: %d %v, want the handler's answer", tc.query, resp.StatusCode, got)
+		case tc.code != "" && (e == nil || e.Code != tc.code || e.Param != tc.param):
+			t.Errorf("%q: %v, want %s naming %q", tc.query, got, tc.code, tc.param)
+		}
+	}
+}

@@ -3632,7 +3632,7 @@ export interface operations {
                     "application/json": components["schemas"]["VerificationSessionWithSecrets"];
                 };
             };
-            /** @description The request is invalid; nothing was changed. Codes: `parameter_invalid`. */
+            /** @description The request is invalid; nothing was changed. Codes: `parameter_duplicate`, `parameter_invalid`, `parameter_unknown`. */
             400: {
                 headers: {
                     "Request-Id": components["headers"]["Request-Id"];
@@ -3912,7 +3912,7 @@ export interface operations {
                     "application/json": components["schemas"]["VerificationReport"];
                 };
             };
-            /** @description The request is invalid; nothing was changed. Codes: `parameter_invalid`. */
+            /** @description The request is invalid; nothing was changed. Codes: `parameter_duplicate`, `parameter_invalid`, `parameter_unknown`. */
             400: {
                 headers: {
                     "Request-Id": components["headers"]["Request-Id"];
@@ -4281,7 +4281,7 @@ export interface operations {
                     "application/json": components["schemas"]["CollectionCase"];
                 };
             };
-            /** @description The request is invalid; nothing was changed. Codes: `parameter_invalid`. */
+            /** @description The request is invalid; nothing was changed. Codes: `parameter_duplicate`, `parameter_invalid`, `parameter_unknown`. */
             400: {
                 headers: {
                     "Request-Id": components["headers"]["Request-Id"];
@@ -4354,7 +4354,7 @@ export interface operations {
                     "application/json": components["schemas"]["CollectionCase"];
                 };
             };
-            /** @description The request is invalid; nothing was changed. Codes: `parameter_invalid`. */
+            /** @description The request is invalid; nothing was changed. Codes: `parameter_duplicate`, `parameter_invalid`, `parameter_unknown`. */
             400: {
                 headers: {
                     "Request-Id": components["headers"]["Request-Id"];
@@ -5179,7 +5179,7 @@ export interface operations {
                     "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": string;
                 };
             };
-            /** @description The request is invalid; nothing was changed. Codes: `parameter_invalid`. */
+            /** @description The request is invalid; nothing was changed. Codes: `parameter_duplicate`, `parameter_invalid`, `parameter_unknown`. */
             400: {
                 headers: {
                     "Request-Id": components["headers"]["Request-Id"];
@@ -5434,7 +5434,7 @@ export interface operations {
                     "application/json": components["schemas"]["PaymentAgreement"];
                 };
             };
-            /** @description The request is invalid; nothing was changed. Codes: `parameter_invalid`. */
+            /** @description The request is invalid; nothing was changed. Codes: `parameter_duplicate`, `parameter_invalid`, `parameter_unknown`. */
             400: {
                 headers: {
                     "Request-Id": components["headers"]["Request-Id"];
@@ -5864,7 +5864,7 @@ export interface operations {
                     "application/json": components["schemas"]["PaymentRequest"];
                 };
             };
-            /** @description The request is invalid; nothing was changed. Codes: `parameter_invalid`. */
+            /** @description The request is invalid; nothing was changed. Codes: `parameter_duplicate`, `parameter_invalid`, `parameter_unknown`. */
             400: {
                 headers: {
                     "Request-Id": components["headers"]["Request-Id"];
@@ -6287,7 +6287,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookEndpoint"];
                 };
             };
-            /** @description The request is invalid; nothing was changed. Codes: `parameter_invalid`. */
+            /** @description The request is invalid; nothing was changed. Codes: `parameter_duplicate`, `parameter_invalid`, `parameter_unknown`. */
             400: {
                 headers: {
                     "Request-Id": components["headers"]["Request-Id"];
@@ -6462,7 +6462,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeletedWebhookEndpoint"];
                 };
             };
-            /** @description The request is invalid; nothing was changed. Codes: `parameter_invalid`. */
+            /** @description The request is invalid; nothing was changed. Codes: `parameter_duplicate`, `parameter_invalid`, `parameter_unknown`. */
             400: {
                 headers: {
                     "Request-Id": components["headers"]["Request-Id"];
@@ -6815,7 +6815,7 @@ export interface operations {
                     "application/json": components["schemas"]["Event"];
                 };
             };
-            /** @description The request is invalid; nothing was changed. Codes: `parameter_invalid`. */
+            /** @description The request is invalid; nothing was changed. Codes: `parameter_duplicate`, `parameter_invalid`, `parameter_unknown`. */
             400: {
                 headers: {
                     "Request-Id": components["headers"]["Request-Id"];

@@ -35,4 +35,10 @@ func TestPlatformDocuments(t *testing.T) {
 			t.Fatalf("GET %s: %d %s", u, res.Status, res.Raw)
 		}
 	}
+	// An operation that takes no query parameters refuses one by name, as a list refuses one
+	// it does not take.
+	for _, u := range []string{"/v1/webhook_endpoints/we_01kaj2c8v6f3q9ysq7m2d0w1xz?expand=url", "/v1/payment_requests/preq_01kaj2c8v6f3q9ysq7m2d0w1xz?expand=charges"} {
+		wantErr(t, callRaw(t, "GET", p.GatewayURL+u, p.DevAPIKey, "", nil), http.StatusBadRequest, "parameter_unknown", "expand")
+	}
+	wantErr(t, callRaw(t, "POST", p.GatewayURL+"/v1/payment_requests?amount=1", p.DevAPIKey, "{}", nil), http.StatusBadRequest, "parameter_unknown", "amount")
 }

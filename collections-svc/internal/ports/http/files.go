@@ -58,6 +58,9 @@ func (h handlers) uploadFile(c *fiber.Ctx) error {
 	id := param(c, "id")
 	body := uploadBody(c)
 	defer finishBody(c, body)
+	if err := fiberx.RefuseQuery(c); err != nil {
+		return err
+	}
 	mt, mtParams, err := mime.ParseMediaType(c.Get(fiber.HeaderContentType))
 	if err != nil || mt != fiber.MIMEMultipartForm || mtParams["boundary"] == "" {
 		return apierr.New(fiber.StatusUnsupportedMediaType, apierr.InvalidRequest, apierr.CodeUnsupportedMedia,

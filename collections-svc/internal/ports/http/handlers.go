@@ -27,18 +27,20 @@ type handlers struct{ svc *app.Service }
 // Register adds the routes to r.
 func Register(r fiber.Router, svc *app.Service) {
 	h := handlers{svc: svc}
-	r.Post(casesPath, h.createCase)
+	// Lists read their query parameters (refusing the ones they do not take); every other
+	// operation takes none, and a request that sends one is refused by name.
+	r.Post(casesPath, fiberx.NoQuery(h.createCase))
 	r.Get(casesPath, h.listCases)
-	r.Get(casesPath+"/ref/:reference", h.getCaseByReference)
-	r.Get(casesPath+"/:id", h.getCase)
-	r.Post(casesPath+"/:id/pause", lifecycle(svc.PauseCase))
-	r.Post(casesPath+"/:id/resume", lifecycle(svc.ResumeCase))
-	r.Post(casesPath+"/:id/close", h.closeCase)
-	r.Post(casesPath+"/:id/payments", h.recordPayment)
+	r.Get(casesPath+"/ref/:reference", fiberx.NoQuery(h.getCaseByReference))
+	r.Get(casesPath+"/:id", fiberx.NoQuery(h.getCase))
+	r.Post(casesPath+"/:id/pause", fiberx.NoQuery(lifecycle(svc.PauseCase)))
+	r.Post(casesPath+"/:id/resume", fiberx.NoQuery(lifecycle(svc.ResumeCase)))
+	r.Post(casesPath+"/:id/close", fiberx.NoQuery(h.closeCase))
+	r.Post(casesPath+"/:id/payments", fiberx.NoQuery(h.recordPayment))
 	r.Get(casesPath+"/:id/payments", h.listPayments)
-	r.Post(casesPath+"/:id/files", h.uploadFile)
+	r.Post(casesPath+"/:id/files", h.uploadFile) // refuses a query itself, after reading the upload to its end
 	r.Get(casesPath+"/:id/files", h.listFiles)
-	r.Get(casesPath+"/:id/files/:file_id/content", h.fileContent)
+	r.Get(casesPath+"/:id/files/:file_id/content", fiberx.NoQuery(h.fileContent))
 }
 
 // IsUpload tells the runtime which requests get their body as a stream (the file upload);

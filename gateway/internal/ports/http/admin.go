@@ -71,12 +71,13 @@ func NewAdmin(cfg AdminConfig) *fiber.App {
 	guardServer(app, cfg.IDs)
 	a := &admin{keys: cfg.Keys, tokenHash: sha256.Sum256([]byte(cfg.Token)), limit: cfg.AuthLimit}
 	app.Use(a.requireToken)
-	app.Post(keysPath, a.create)
+	// The list reads its query parameters; every other operation takes none.
+	app.Post(keysPath, fiberx.NoQuery(a.create))
 	app.Get(keysPath, a.list)
-	app.Get(keysPath+"/:id", a.get)
-	app.Post(keysPath+"/:id", a.update)
-	app.Post(keysPath+"/:id/revoke", a.revoke)
-	app.Post(keysPath+"/:id/roll", a.roll)
+	app.Get(keysPath+"/:id", fiberx.NoQuery(a.get))
+	app.Post(keysPath+"/:id", fiberx.NoQuery(a.update))
+	app.Post(keysPath+"/:id/revoke", fiberx.NoQuery(a.revoke))
+	app.Post(keysPath+"/:id/roll", fiberx.NoQuery(a.roll))
 	serveDocuments(app, cfg.Documents)
 	return app
 }

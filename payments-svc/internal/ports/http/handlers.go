@@ -30,16 +30,18 @@ type handlers struct{ svc *app.Service }
 // Register adds the routes to r.
 func Register(r fiber.Router, svc *app.Service) {
 	h := handlers{svc: svc}
-	r.Post(agreementsPath, h.createAgreement)
+	// Lists read their query parameters (refusing the ones they do not take); every other
+	// operation takes none, and a request that sends one is refused by name.
+	r.Post(agreementsPath, fiberx.NoQuery(h.createAgreement))
 	r.Get(agreementsPath, h.listAgreements)
-	r.Get(agreementsPath+"/:id", h.getAgreement)
-	r.Post(agreementsPath+"/:id/cancel", h.cancelAgreement)
-	r.Post(requestsPath, h.createRequest)
-	r.Post(bulkPath, h.createRequests)
+	r.Get(agreementsPath+"/:id", fiberx.NoQuery(h.getAgreement))
+	r.Post(agreementsPath+"/:id/cancel", fiberx.NoQuery(h.cancelAgreement))
+	r.Post(requestsPath, fiberx.NoQuery(h.createRequest))
+	r.Post(bulkPath, fiberx.NoQuery(h.createRequests))
 	r.Get(requestsPath, h.listRequests)
-	r.Get(requestsPath+"/:id", h.getRequest)
-	r.Post(requestsPath+"/:id/cancel", h.cancelRequest)
-	r.Post(advancePath, h.advanceRequest)
+	r.Get(requestsPath+"/:id", fiberx.NoQuery(h.getRequest))
+	r.Post(requestsPath+"/:id/cancel", fiberx.NoQuery(h.cancelRequest))
+	r.Post(advancePath, fiberx.NoQuery(h.advanceRequest))
 }
 
 // Bodies: pointers tell "absent" from "empty"; unknown parameters are refused by name.

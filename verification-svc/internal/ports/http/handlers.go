@@ -30,13 +30,15 @@ type handlers struct {
 // Register adds the routes to r.
 func Register(r fiber.Router, svc *app.Service) {
 	h := handlers{svc: svc}
-	r.Post(basePath, h.create)
+	// Lists read their query parameters (refusing the ones they do not take); every other
+	// operation takes none, and a request that sends one is refused by name.
+	r.Post(basePath, fiberx.NoQuery(h.create))
 	r.Get(basePath, h.list)
-	r.Get(basePath+"/:id", h.get)
-	r.Post(basePath+"/:id/cancel", h.cancel)
-	r.Post(basePath+"/:id/redact", h.redact)
-	r.Get(reportsPath+"/:id", h.report)
-	r.Post(helperPath+"/:id/advance", h.advance)
+	r.Get(basePath+"/:id", fiberx.NoQuery(h.get))
+	r.Post(basePath+"/:id/cancel", fiberx.NoQuery(h.cancel))
+	r.Post(basePath+"/:id/redact", fiberx.NoQuery(h.redact))
+	r.Get(reportsPath+"/:id", fiberx.NoQuery(h.report))
+	r.Post(helperPath+"/:id/advance", fiberx.NoQuery(h.advance))
 }
 
 // createParams is the body of POST /v1/verification_sessions. Pointers tell "absent" from

@@ -25,18 +25,20 @@ type handlers struct {
 // Register adds the routes to r.
 func Register(r fiber.Router, svc *app.Service) {
 	h := handlers{svc: svc}
-	r.Post(basePath, h.create)
+	// Lists read their query parameters (refusing the ones they do not take); every other
+	// operation takes none, and a request that sends one is refused by name.
+	r.Post(basePath, fiberx.NoQuery(h.create))
 	r.Get(basePath, h.list)
-	r.Get(basePath+"/:id", h.get)
-	r.Post(basePath+"/:id", h.update)
-	r.Delete(basePath+"/:id", h.delete)
-	r.Post(basePath+"/:id/rotate_secret", h.rotateSecret)
+	r.Get(basePath+"/:id", fiberx.NoQuery(h.get))
+	r.Post(basePath+"/:id", fiberx.NoQuery(h.update))
+	r.Delete(basePath+"/:id", fiberx.NoQuery(h.delete))
+	r.Post(basePath+"/:id/rotate_secret", fiberx.NoQuery(h.rotateSecret))
 	r.Get(basePath+"/:id/deliveries", h.endpointDeliveries)
 	r.Get(eventsPath, h.listEvents)
-	r.Get(eventsPath+"/:id", h.getEvent)
+	r.Get(eventsPath+"/:id", fiberx.NoQuery(h.getEvent))
 	r.Get(eventsPath+"/:id/deliveries", h.eventDeliveries)
 	r.Get(deliveriesPath, h.listDeliveries)
-	r.Post(deliveriesPath+"/:id/retry", h.retryDelivery)
+	r.Post(deliveriesPath+"/:id/retry", fiberx.NoQuery(h.retryDelivery))
 	r.Get(eventTypesPath, h.listEventTypes)
 }
 
