@@ -198,7 +198,7 @@ func withRespBody(resp *http.Response, body []byte) *http.Response {
 
 // Coverage is what the checked exchanges exercised.
 type Coverage struct {
-	// Statuses lists every documented operation with, per documented status, how many
+	// Operations lists every documented operation with, per documented status, how many
 	// exchanges got it.
 	Operations []OperationCoverage
 }
