@@ -13,6 +13,7 @@ import (
 
 	"rentalplatform/libs/asynqx"
 	"rentalplatform/libs/events"
+	"rentalplatform/libs/eventtask"
 	"rentalplatform/libs/identity"
 	"rentalplatform/libs/outbox"
 )
@@ -104,7 +105,7 @@ func TestConsumesPublishedEvents(t *testing.T) {
 	}
 
 	// An undecodable task is archived at once, not retried.
-	s.wantArchived(t, asynq.NewTask(events.TaskType, []byte(`{"id":"nope"}`)))
+	s.wantArchived(t, asynq.NewTask(eventtask.TaskType, []byte(`{"id":"nope"}`)))
 }
 
 // wantArchived enqueues a task on the events queue, which holds nothing archived yet, and waits
@@ -117,13 +118,13 @@ func (s *instance) wantArchived(t *testing.T, task *asynq.Task) {
 	}
 	client := asynq.NewClient(opt)
 	defer client.Close()
-	if _, err := client.Enqueue(task, asynq.Queue(events.Queue)); err != nil {
+	if _, err := client.Enqueue(task, asynq.Queue(eventtask.Queue)); err != nil {
 		t.Fatal(err)
 	}
 	insp := asynq.NewInspector(opt)
 	defer insp.Close()
 	eventually(t, 20*time.Second, func() bool {
-		archived, err := insp.ListArchivedTasks(events.Queue)
+		archived, err := insp.ListArchivedTasks(eventtask.Queue)
 		return err == nil && len(archived) == 1
 	}, "the bad %s task to be archived", task.Type())
 }
@@ -172,5 +173,5 @@ func TestConsumesBatches(t *testing.T) {
 	}
 
 	// A batch with an element that is not an event is archived at once, none of it stored.
-	s.wantArchived(t, asynq.NewTask(events.BatchTaskType, []byte(`{"events":[{"id":"nope"}]}`)))
+	s.wantArchived(t, asynq.NewTask(eventtask.BatchTaskType, []byte(`{"events":[{"id":"nope"}]}`)))
 }

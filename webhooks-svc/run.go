@@ -8,7 +8,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
-	"rentalplatform/libs/events"
+	"rentalplatform/libs/eventtask"
 	"rentalplatform/libs/ids"
 	"rentalplatform/libs/service"
 
@@ -105,7 +105,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		concurrency int
 		register    func(*asynq.ServeMux, *app.Service)
 	}{
-		{events.Queue, eventsConcurrency, worker.RegisterEvents},
+		{eventtask.Queue, eventsConcurrency, worker.RegisterEvents},
 		{tasks.QueueWebhooks, cfg.Concurrency, worker.RegisterDeliveries},
 	} {
 		if err := rt.Work(q, s.queue, s.concurrency, func(mux *asynq.ServeMux) { s.register(mux, svc) }); err != nil {

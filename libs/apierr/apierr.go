@@ -30,7 +30,7 @@ const (
 	CodeParameterInvalid     = domainerr.CodeParameterInvalid
 	CodeParameterUnknown     = domainerr.CodeParameterUnknown
 	CodeParameterDuplicate   = domainerr.CodeParameterDuplicate
-	CodeParametersExclusive  = "parameters_exclusive"
+	CodeParametersExclusive  = domainerr.CodeParametersExclusive
 	CodeResourceMissing      = domainerr.CodeResourceMissing
 	CodeInvalidState         = domainerr.CodeInvalidState
 	CodeURLNotHTTPS          = domainerr.CodeURLNotHTTPS

@@ -243,7 +243,7 @@ func (c *Collection[T]) InsertAll(ctx context.Context, docs []T) ([]bool, error)
 	}
 	created := make([]bool, len(docs))
 	// The events of every document inserted go to the fast path together: one publish (one
-	// task per events.MaxBatch) for a bulk insert rather than one per document.
+	// task per eventtask.MaxBatch) for a bulk insert rather than one per document.
 	var fresh []int
 	for i, err := range c.w.insert(ctx, raws) {
 		m := metaOf(&docs[i])

@@ -40,9 +40,12 @@ const (
 	// CodeParameterDuplicate: a parameter given twice (a repeated JSON key, a repeated scalar
 	// query parameter), which two readers of one request could take differently.
 	CodeParameterDuplicate = "parameter_duplicate"
-	CodeResourceMissing    = "resource_missing"
-	CodeInvalidState       = "invalid_state"
-	CodeURLNotHTTPS        = "url_not_https"
+	// CodeParametersExclusive: two parameters that cannot be used together (starting_after and
+	// ending_before).
+	CodeParametersExclusive = "parameters_exclusive"
+	CodeResourceMissing     = "resource_missing"
+	CodeInvalidState        = "invalid_state"
+	CodeURLNotHTTPS         = "url_not_https"
 	// CodeURLCredentials: a URL with a user name or password (https://user:pass@host), which
 	// would be stored and shown in every read of the object.
 	CodeURLCredentials = "url_credentials_not_allowed"

@@ -2,7 +2,6 @@ package events
 
 import (
 	"encoding/json"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -54,68 +53,7 @@ func TestBackgroundEventHasNullRequest(t *testing.T) {
 	}
 }
 
-func TestPayloadRoundTrip(t *testing.T) {
-	e, _ := New(ids.NewGenerator(nil), time.Now(), Change{Type: "x.y", Account: "acct_a", Livemode: true, Object: obj{ID: "a"}})
-	b, err := Marshal(e)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := Unmarshal(b)
-	if err != nil || got.ID != e.ID || got.Account != "acct_a" || !got.Livemode || string(got.Data.Object) != `{"id":"a","status":""}` {
-		t.Fatalf("round trip: %+v %v", got, err)
-	}
-	for _, bad := range []string{`{`, `{}`, `{"id":"evt_x","type":"a.b","account":"acct_a","data":{"object":{}}}`} {
-		if _, err := Unmarshal([]byte(bad)); err == nil {
-			t.Errorf("Unmarshal(%s) accepted", bad)
-		}
-	}
-}
-
-func TestBatchRoundTrip(t *testing.T) {
-	g := ids.NewGenerator(nil)
-	var evs []Event
-	for i := range 3 {
-		e, _ := New(g, time.Now(), Change{Type: "x.y", Account: "acct_a", Object: obj{ID: strconv.Itoa(i)}})
-		evs = append(evs, e)
-	}
-	b, err := MarshalBatch(evs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := UnmarshalBatch(b)
-	if err != nil || len(got) != 3 {
-		t.Fatalf("round trip: %d events, %v", len(got), err)
-	}
-	for i := range got {
-		if got[i].ID != evs[i].ID || string(got[i].Data.Object) != string(evs[i].Data.Object) {
-			t.Errorf("event %d: %+v, want %+v", i, got[i], evs[i])
-		}
-	}
-	if _, err := MarshalBatch(nil); err == nil {
-		t.Error("MarshalBatch accepted no events")
-	}
-	if _, err := MarshalBatch(make([]Event, MaxBatch+1)); err == nil {
-		t.Error("MarshalBatch accepted more than MaxBatch events")
-	}
-	if got, err := FromTask(BatchTaskType, b); err != nil || len(got) != 3 {
-		t.Errorf("FromTask(batch): %d events, %v", len(got), err)
-	}
-	one, _ := Marshal(evs[0])
-	if got, err := FromTask(TaskType, one); err != nil || len(got) != 1 || got[0].ID != evs[0].ID {
-		t.Errorf("FromTask(event): %v, %v", got, err)
-	}
-	if _, err := FromTask("webhook:deliver", one); err == nil {
-		t.Error("FromTask accepted another task type")
-	}
-	for _, bad := range []string{`{`, `{}`, `{"events":[]}`, `{"events":[` + string(one) + `,{"id":"evt_x"}]}`, string(one)} {
-		if _, err := UnmarshalBatch([]byte(bad)); err == nil {
-			t.Errorf("UnmarshalBatch(%.60s…) accepted", bad)
-		}
-	}
-}
-
-// A destination routes the event; it is never part of what the API or a receiver sees, and a
-// payload with half a destination is refused rather than delivered unsigned or nowhere.
+// A destination routes the event; it is never part of what the API or a receiver sees.
 func TestDestinationIsNeverRendered(t *testing.T) {
 	e, err := New(ids.NewGenerator(nil), time.Now(), Change{Type: "x.y", Account: "acct_a", Object: obj{ID: "vs_1"},
 		Destination: &Destination{URL: "https://hooks.example.com/x", Secret: "whsec_c2VjcmV0"}})
@@ -126,11 +64,5 @@ func TestDestinationIsNeverRendered(t *testing.T) {
 	if strings.Contains(string(b), "hooks.example.com") || strings.Contains(string(b), "whsec_") {
 		t.Fatalf("rendered event shows its destination: %s", b)
 	}
-	payload, _ := Marshal(e)
-	for _, half := range []string{`"secret":"whsec_c2VjcmV0"`, `"url":"https://hooks.example.com/x"`} {
-		bad := strings.Replace(string(payload), half, strings.Split(half, ":")[0]+`:""`, 1)
-		if _, err := Unmarshal([]byte(bad)); err == nil {
-			t.Errorf("Unmarshal accepted a destination without %s: %s", half, bad)
-		}
-	}
+
 }

@@ -13,8 +13,6 @@ import (
 	"strconv"
 	"sync"
 	"time"
-
-	"github.com/valyala/fasthttp"
 )
 
 // Header names. The gateway deletes any client-sent copies before setting them.
@@ -92,28 +90,17 @@ func (s *Signer) Sign(set func(key, value string), id Identity, method, path str
 		set(HeaderIdempotencyKey, id.IdempotencyKey)
 	}
 	set(HeaderTimestamp, ts)
-	var sig [sigLen]byte
-	set(HeaderSignature, string(s.appendSignature(sig[:0], []byte(ts), method, path, id)))
+	var sig [SigLen]byte
+	set(HeaderSignature, string(s.AppendSignature(sig[:0], []byte(ts), method, path, id)))
 }
 
-// SignRequest is Sign for a fasthttp request, without allocating: the gateway signs every
-// request it forwards.
-func (s *Signer) SignRequest(h *fasthttp.RequestHeader, id Identity, method, path string) {
-	var tsBuf [20]byte
-	ts := strconv.AppendInt(tsBuf[:0], s.now().Unix(), 10)
-	h.Set(HeaderAccount, id.Account)
-	h.Set(HeaderLivemode, strconv.FormatBool(id.Livemode))
-	h.Set(HeaderRequestID, id.RequestID)
-	if id.IdempotencyKey != "" {
-		h.Set(HeaderIdempotencyKey, id.IdempotencyKey)
-	}
-	h.SetBytesV(HeaderTimestamp, ts)
-	var sig [sigLen]byte
-	h.SetBytesV(HeaderSignature, s.appendSignature(sig[:0], ts, method, path, id))
-}
+// Timestamp is the signer's clock in Unix seconds, as a signature's timestamp header carries
+// it: a caller that sets the headers itself (the gateway, on its HTTP library's header type,
+// without allocating) signs with it and AppendSignature.
+func (s *Signer) Timestamp() int64 { return s.now().Unix() }
 
-// sigLen is the length of a signature header: "v1=" and 64 hex digits.
-const sigLen = 3 + 2*sha256.Size
+// SigLen is the length of a signature header: "v1=" and 64 hex digits.
+const SigLen = 3 + 2*sha256.Size
 
 // Verify reads the identity headers through get and checks their signature for method and path.
 func (s *Signer) Verify(get func(key string) string, method, path string) (Identity, error) {
@@ -156,8 +143,9 @@ func (s *Signer) Verify(get func(key string) string, method, path string) (Ident
 	return id, nil
 }
 
-// appendSignature appends "v1=" and the hex HMAC of the canonical string to dst.
-func (s *Signer) appendSignature(dst, ts []byte, method, path string, id Identity) []byte {
+// AppendSignature appends the signature header's value ("v1=" and the hex HMAC of the
+// canonical string of id, the timestamp ts, method and path) to dst.
+func (s *Signer) AppendSignature(dst, ts []byte, method, path string, id Identity) []byte {
 	var sum [sha256.Size]byte
 	s.sum(sum[:0], ts, method, path, id)
 	dst = append(dst, "v1="...)

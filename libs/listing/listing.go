@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"rentalplatform/libs/apierr"
+	"rentalplatform/libs/domainerr"
 )
 
 // Page size bounds.
@@ -53,8 +53,8 @@ func Parse(q url.Values, spec Spec) (Params, error) {
 	if v, ok := q["limit"]; ok {
 		n, err := strconv.Atoi(v[0])
 		if err != nil || n < 1 || n > MaxLimit {
-			return Params{}, apierr.Invalid(apierr.CodeParameterInvalid, "limit",
-				fmt.Sprintf("Invalid limit: must be an integer from 1 to %d, got '%s'.", MaxLimit, v[0]))
+			return Params{}, domainerr.New(domainerr.Invalid, domainerr.CodeParameterInvalid, "limit",
+				"Invalid limit: must be an integer from 1 to %d, got '%s'.", MaxLimit, v[0])
 		}
 		p.Limit = n
 	}
@@ -68,14 +68,13 @@ func Parse(q url.Values, spec Spec) (Params, error) {
 		}
 		v := vs[0]
 		if !strings.HasPrefix(v, spec.IDPrefix) || len(v) == len(spec.IDPrefix) || len(v) > 128 {
-			return Params{}, apierr.Invalid(apierr.CodeParameterInvalid, c.name,
-				fmt.Sprintf("Invalid %s: expected an id starting with '%s', got '%s'.", c.name, spec.IDPrefix, v))
+			return Params{}, domainerr.New(domainerr.Invalid, domainerr.CodeParameterInvalid, c.name,
+				"Invalid %s: expected an id starting with '%s', got '%s'.", c.name, spec.IDPrefix, v)
 		}
 		*c.dst = v
 	}
 	if p.StartingAfter != "" && p.EndingBefore != "" {
-		return Params{}, apierr.Invalid(apierr.CodeParametersExclusive, "ending_before",
-			"starting_after and ending_before cannot be used together.")
+		return Params{}, domainerr.New(domainerr.Invalid, domainerr.CodeParametersExclusive, "ending_before", "starting_after and ending_before cannot be used together.")
 	}
 	if spec.Created {
 		for _, c := range []struct {
@@ -88,8 +87,8 @@ func Parse(q url.Values, spec Spec) (Params, error) {
 			}
 			n, err := strconv.ParseInt(vs[0], 10, 64)
 			if err != nil || n < 0 {
-				return Params{}, apierr.Invalid(apierr.CodeParameterInvalid, c.name,
-					fmt.Sprintf("Invalid %s: expected a Unix timestamp, got '%s'.", c.name, vs[0]))
+				return Params{}, domainerr.New(domainerr.Invalid, domainerr.CodeParameterInvalid, c.name,
+					"Invalid %s: expected a Unix timestamp, got '%s'.", c.name, vs[0])
 			}
 			*c.dst = &n
 		}
@@ -122,7 +121,7 @@ func checkKnown(q url.Values, spec Spec) error {
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
-		e := apierr.Unknown(unknown[0])
+		e := domainerr.Unknown(unknown[0])
 		if len(unknown) > 1 {
 			e.Message = fmt.Sprintf("Received unknown parameters: %s.", strings.Join(unknown, ", "))
 		}
@@ -137,17 +136,17 @@ func checkKnown(q url.Values, spec Spec) error {
 		case len(vs) > 1:
 			return Duplicate(name)
 		case len(vs) == 0 || vs[0] == "":
-			return apierr.Invalid(apierr.CodeParameterInvalid, name,
-				fmt.Sprintf("Invalid %s: must not be empty; leave the parameter out instead.", name))
+			return domainerr.New(domainerr.Invalid, domainerr.CodeParameterInvalid, name,
+				"Invalid %s: must not be empty; leave the parameter out instead.", name)
 		}
 	}
 	return nil
 }
 
 // Duplicate is the error of a single-valued query parameter given more than once.
-func Duplicate(name string) *apierr.Error {
-	return apierr.Invalid(apierr.CodeParameterDuplicate, name,
-		fmt.Sprintf("Received %s more than once: give each query parameter once (only array parameters, named with [], repeat).", name))
+func Duplicate(name string) *domainerr.Error {
+	return domainerr.New(domainerr.Invalid, domainerr.CodeParameterDuplicate, name,
+		"Received %s more than once: give each query parameter once (only array parameters, named with [], repeat).", name)
 }
 
 // List is the List object. Livemode says which mode's objects it holds (spec §2); a list that

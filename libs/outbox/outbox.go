@@ -26,6 +26,7 @@ import (
 
 	"rentalplatform/libs/asynqx"
 	"rentalplatform/libs/events"
+	"rentalplatform/libs/eventtask"
 )
 
 // Doc is the stored form of one pending event inside an aggregate's outbox array. The object is
@@ -113,14 +114,14 @@ func NewPublisher(producer *asynqx.Producer) *Publisher {
 
 // Publish enqueues the events: those raised under one trace context together (the events of
 // one change, as a write stores them one after the other) as one batch task of up to
-// events.MaxBatch, an event alone as a single-event task with its id as the task id. A batch's
+// eventtask.MaxBatch, an event alone as a single-event task with its id as the task id. A batch's
 // task id is derived from its events' ids, so the same events published again (the relay
 // after a fast path it could not see finish) conflict with a batch still queued. A task id
 // conflict counts as published; the consumer is idempotent on each event's id for the rest.
 func (p *Publisher) Publish(ctx context.Context, docs ...Doc) error {
 	for len(docs) > 0 {
 		n := 1
-		for n < len(docs) && n < events.MaxBatch && docs[n].Traceparent == docs[0].Traceparent && docs[n].Tracestate == docs[0].Tracestate {
+		for n < len(docs) && n < eventtask.MaxBatch && docs[n].Traceparent == docs[0].Traceparent && docs[n].Tracestate == docs[0].Tracestate {
 			n++
 		}
 		if err := p.publish(ctx, docs[:n]); err != nil {
@@ -133,20 +134,20 @@ func (p *Publisher) Publish(ctx context.Context, docs ...Doc) error {
 
 // publish enqueues one task for docs, which share their trace context.
 func (p *Publisher) publish(ctx context.Context, docs []Doc) error {
-	typ, id := events.TaskType, docs[0].ID
+	typ, id := eventtask.TaskType, docs[0].ID
 	var payload []byte
 	var attrs []attribute.KeyValue
 	var err error
 	if len(docs) == 1 {
-		payload, err = events.Marshal(docs[0].Event())
+		payload, err = eventtask.Marshal(docs[0].Event())
 	} else {
-		typ, id = events.BatchTaskType, batchID(docs)
+		typ, id = eventtask.BatchTaskType, batchID(docs)
 		evs := make([]events.Event, len(docs))
 		for i, d := range docs {
 			evs[i] = d.Event()
 		}
-		payload, err = events.MarshalBatch(evs)
-		attrs = events.BatchAttributes(evs)
+		payload, err = eventtask.MarshalBatch(evs)
+		attrs = eventtask.BatchAttributes(evs)
 	}
 	if err != nil {
 		return err
@@ -157,7 +158,7 @@ func (p *Publisher) publish(ctx context.Context, docs []Doc) error {
 	if d := docs[0]; d.Traceparent != "" {
 		tctx = p.prop.Extract(ctx, propagation.MapCarrier{"traceparent": d.Traceparent, "tracestate": d.Tracestate})
 	}
-	_, err = p.producer.EnqueueWith(tctx, typ, payload, attrs, asynq.Queue(events.Queue), asynq.TaskID(id), asynq.MaxRetry(25))
+	_, err = p.producer.EnqueueWith(tctx, typ, payload, attrs, asynq.Queue(eventtask.Queue), asynq.TaskID(id), asynq.MaxRetry(25))
 	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
 		return fmt.Errorf("publish event %s (%d in its task): %w", docs[0].ID, len(docs), err)
 	}

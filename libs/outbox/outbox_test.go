@@ -19,6 +19,7 @@ import (
 	"rentalplatform/embedded/testkit"
 	"rentalplatform/libs/asynqx"
 	"rentalplatform/libs/events"
+	"rentalplatform/libs/eventtask"
 	"rentalplatform/libs/identity"
 	"rentalplatform/libs/ids"
 )
@@ -125,16 +126,16 @@ type queuedEvent struct {
 func queued(t *testing.T, insp *asynq.Inspector) map[string]queuedEvent {
 	t.Helper()
 	out := map[string]queuedEvent{}
-	tasks, err := insp.ListPendingTasks(events.Queue)
+	tasks, err := insp.ListPendingTasks(eventtask.Queue)
 	if err != nil && err.Error() != "queue not found" {
 		t.Fatal(err)
 	}
 	for _, ti := range tasks {
-		evs, err := events.FromTask(ti.Type, ti.Payload)
+		evs, err := eventtask.FromTask(ti.Type, ti.Payload)
 		if err != nil {
 			t.Fatalf("task %s %s: %v", ti.Type, ti.Payload, err)
 		}
-		if ti.Type == events.TaskType && evs[0].ID != ti.ID {
+		if ti.Type == eventtask.TaskType && evs[0].ID != ti.ID {
 			t.Fatalf("task %s carries event %s", ti.ID, evs[0].ID)
 		}
 		for _, e := range evs {
@@ -170,7 +171,7 @@ func TestRelayPublishesWhatTheFastPathMissed(t *testing.T) {
 			t.Fatalf("event %+v lost its request", e)
 		}
 		// The two events of one aggregate, raised under one trace, travel as one task.
-		if ti.Type != events.BatchTaskType || ti.ID != q[oldDocs[0].ID].task.ID {
+		if ti.Type != eventtask.BatchTaskType || ti.ID != q[oldDocs[0].ID].task.ID {
 			t.Fatalf("event %s queued as %s %s, want one batch task for both", d.ID, ti.Type, ti.ID)
 		}
 		if ti.Headers["traceparent"] == "" || !slices.Contains([]string{span.SpanContext().TraceID().String()}, traceID(ti.Headers["traceparent"])) {
@@ -262,7 +263,7 @@ func TestSweepReadsPageAfterPage(t *testing.T) {
 	if got := relay.Sweep(ctx); got != n {
 		t.Fatalf("one sweep published %d, want %d", got, n)
 	}
-	if q, err := insp.ListPendingTasks(events.Queue, asynq.PageSize(1000)); err != nil || len(q) != n {
+	if q, err := insp.ListPendingTasks(eventtask.Queue, asynq.PageSize(1000)); err != nil || len(q) != n {
 		t.Fatalf("%d events queued (%v), want %d", len(q), err, n)
 	}
 }
@@ -279,11 +280,11 @@ func TestDestinationRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		payload, err := events.Marshal(ToDoc(context.Background(), prop, e).Event())
+		payload, err := eventtask.Marshal(ToDoc(context.Background(), prop, e).Event())
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := events.Unmarshal(payload)
+		got, err := eventtask.Unmarshal(payload)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -316,7 +317,7 @@ func (r *recorder) EnqueueContext(_ context.Context, task *asynq.Task, opts ...a
 	return &asynq.TaskInfo{ID: id}, nil
 }
 
-// Events raised under one trace context go as one task (events.MaxBatch at most), an event
+// Events raised under one trace context go as one task (eventtask.MaxBatch at most), an event
 // alone as a single-event task under its own id, and a batch published again is one task.
 func TestPublishBatchesByTraceContext(t *testing.T) {
 	tp := sdktrace.NewTracerProvider()
@@ -326,7 +327,7 @@ func TestPublishBatchesByTraceContext(t *testing.T) {
 	defer spanA.End()
 	defer spanB.End()
 	var docs []Doc
-	for range events.MaxBatch + 2 {
+	for range eventtask.MaxBatch + 2 {
 		docs = append(docs, newDoc(t, ctxA, gen, "a.b"))
 	}
 	docs = append(docs, newDoc(t, ctxB, gen, "a.c"))
@@ -342,17 +343,17 @@ func TestPublishBatchesByTraceContext(t *testing.T) {
 	want := []struct {
 		typ string
 		n   int
-	}{{events.BatchTaskType, events.MaxBatch}, {events.BatchTaskType, 2}, {events.TaskType, 1}}
+	}{{eventtask.BatchTaskType, eventtask.MaxBatch}, {eventtask.BatchTaskType, 2}, {eventtask.TaskType, 1}}
 	var seen []string
 	for i, task := range rec.tasks {
 		if task.Type() != want[i].typ {
 			t.Fatalf("task %d is %s, want %s", i, task.Type(), want[i].typ)
 		}
-		evs, err := events.FromTask(task.Type(), task.Payload())
+		evs, err := eventtask.FromTask(task.Type(), task.Payload())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if task.Type() == events.TaskType && rec.ids[i] != evs[0].ID {
+		if task.Type() == eventtask.TaskType && rec.ids[i] != evs[0].ID {
 			t.Errorf("single-event task id %s, want the event's %s", rec.ids[i], evs[0].ID)
 		}
 		if len(evs) != want[i].n {
@@ -372,12 +373,12 @@ func TestPublishBatchesByTraceContext(t *testing.T) {
 	var batchSpans [][]string
 	for _, sp := range spans.Ended() {
 		attrs := attribute.NewSet(sp.Attributes()...)
-		ids, hasIDs := attrs.Value(events.AttrEventIDs)
-		count, _ := attrs.Value(events.AttrBatchCount)
+		ids, hasIDs := attrs.Value(eventtask.AttrEventIDs)
+		count, _ := attrs.Value(eventtask.AttrBatchCount)
 		typ, _ := attrs.Value("asynq.task.type")
-		if typ.AsString() != events.BatchTaskType {
+		if typ.AsString() != eventtask.BatchTaskType {
 			if hasIDs {
-				t.Errorf("the single event's span has %s", events.AttrEventIDs)
+				t.Errorf("the single event's span has %s", eventtask.AttrEventIDs)
 			}
 			continue
 		}

@@ -10,6 +10,7 @@ import (
 
 	"rentalplatform/libs/asynqx"
 	"rentalplatform/libs/events"
+	"rentalplatform/libs/eventtask"
 )
 
 // PublishedAbout returns the events a service under test put on the events queue at redisURL
@@ -23,13 +24,13 @@ func PublishedAbout(t testing.TB, redisURL, id string, refs ...string) []events.
 	}
 	insp := asynq.NewInspector(opt)
 	defer insp.Close()
-	infos, err := insp.ListPendingTasks(events.Queue, asynq.PageSize(1000))
+	infos, err := insp.ListPendingTasks(eventtask.Queue, asynq.PageSize(1000))
 	if err != nil && !strings.Contains(err.Error(), "not found") {
 		t.Fatal(err)
 	}
 	var out []events.Event
 	for _, ti := range infos {
-		evs, err := events.FromTask(ti.Type, ti.Payload)
+		evs, err := eventtask.FromTask(ti.Type, ti.Payload)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,6 +15,7 @@ import (
 
 	"rentalplatform/libs/asynqx"
 	"rentalplatform/libs/events"
+	"rentalplatform/libs/eventtask"
 	"rentalplatform/libs/outbox"
 )
 
@@ -33,7 +34,7 @@ type Queue struct {
 // EnqueueContext implements outbox.Enqueuer. A batch task adds its events not seen before,
 // and is a conflict when it has none.
 func (q *Queue) EnqueueContext(_ context.Context, task *asynq.Task, _ ...asynq.Option) (*asynq.TaskInfo, error) {
-	evs, err := events.FromTask(task.Type(), task.Payload())
+	evs, err := eventtask.FromTask(task.Type(), task.Payload())
 	if err != nil {
 		return nil, err
 	}

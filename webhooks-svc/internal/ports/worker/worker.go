@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"rentalplatform/libs/events"
+	"rentalplatform/libs/eventtask"
 
 	"rentalplatform/webhooks-svc/internal/app"
 	"rentalplatform/webhooks-svc/internal/domain"
@@ -21,7 +22,7 @@ import (
 // RegisterEvents adds the handler of published events to mux.
 func RegisterEvents(mux *asynq.ServeMux, svc *app.Service) {
 	handle := func(ctx context.Context, t *asynq.Task) error {
-		evs, err := events.FromTask(t.Type(), t.Payload())
+		evs, err := eventtask.FromTask(t.Type(), t.Payload())
 		if err != nil {
 			// Retrying cannot make it decodable: archive it for inspection.
 			return fmt.Errorf("%w: %v", asynq.SkipRetry, err)
@@ -30,12 +31,12 @@ func RegisterEvents(mux *asynq.ServeMux, svc *app.Service) {
 			return svc.Ingest(ctx, evs[0])
 		}
 		if span := trace.SpanFromContext(ctx); span.IsRecording() {
-			span.SetAttributes(events.BatchAttributes(evs)...)
+			span.SetAttributes(eventtask.BatchAttributes(evs)...)
 		}
 		return ingestAll(ctx, svc, evs)
 	}
-	mux.HandleFunc(events.TaskType, handle)
-	mux.HandleFunc(events.BatchTaskType, handle)
+	mux.HandleFunc(eventtask.TaskType, handle)
+	mux.HandleFunc(eventtask.BatchTaskType, handle)
 }
 
 // batchConcurrency is how many events of one batch are ingested at once: as many as when they

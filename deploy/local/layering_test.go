@@ -1,0 +1,34 @@
+package main
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The domain of each service (and of the gateway) depends on no framework, even indirectly
+// through libs: no HTTP server or client, no store driver, no queue, no telemetry
+// (../shared/DESIGN.md). A libs package a domain uses carries errors and rules as domain
+// errors; the ports map them to HTTP once.
+func TestDomainsImportNoFramework(t *testing.T) {
+	forbidden := []string{
+		"net/http", "github.com/gofiber", "github.com/valyala/fasthttp", "go.mongodb.org",
+		"github.com/hibiken/asynq", "github.com/redis", "go.opentelemetry.io",
+	}
+	for _, module := range []string{"gateway", "verification-svc", "collections-svc", "payments-svc", "webhooks-svc"} {
+		cmd := exec.Command("go", "list", "-deps", "./internal/domain/")
+		cmd.Dir = filepath.Join("..", "..", module)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list -deps in %s: %v", module, err)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			for _, f := range forbidden {
+				if dep == f || strings.HasPrefix(dep, f+"/") {
+					t.Errorf("%s/internal/domain depends on %s (go list -deps)", module, dep)
+				}
+			}
+		}
+	}
+}
