@@ -22,7 +22,7 @@ type Options struct {
 	// exist or is deleted; nil: ErrNotFound, wrapped.
 	NotFound func(id string) error
 	// Conflict is what Update returns when its retries run out (another process kept winning
-	// the race); nil: ErrConflict.
+	// the race), domainerr.LockTimeout of the object the documents are; nil: ErrConflict.
 	Conflict error
 	// Cache, when positive, keeps that many documents as this process last read or wrote them:
 	// Cached answers from them, and Update starts from them. On MongoDB every replace names the

@@ -10,12 +10,16 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"rentalplatform/libs/domainerr"
 )
 
-// Errors the store returns when a collection's Options name none of their own.
+// Errors the store returns when a collection's Options name none of their own. ErrConflict is
+// domainerr's lock timeout (409 lock_timeout at the port), which errors.Is matches with any
+// collection's own.
 var (
 	ErrNotFound = errors.New("docstore: no such document")
-	ErrConflict = errors.New("docstore: the document kept changing under the update; retry")
+	ErrConflict = domainerr.ErrLockTimeout
 )
 
 // DB is one service's database, with the strategy its server needs.

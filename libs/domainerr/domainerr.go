@@ -50,6 +50,10 @@ const (
 	// would be stored and shown in every read of the object.
 	CodeURLCredentials = "url_credentials_not_allowed"
 
+	// CodeLockTimeout: concurrent changes of one object kept winning the race; a retry
+	// resolves it.
+	CodeLockTimeout = "lock_timeout"
+
 	CodeIdempotencyKeyInUse  = "idempotency_key_in_use"
 	CodeIdempotencyKeyReused = "idempotency_key_reused"
 )
@@ -111,6 +115,19 @@ func NotFoundObject(object, id string) *Error {
 func NotFoundSentinel(object string) *Error {
 	return &Error{Kind: NotFound, Code: CodeResourceMissing, Object: object, Message: fmt.Sprintf("No such %s.", object)}
 }
+
+// LockTimeout is the error of a change of an object (a "webhook endpoint") that kept losing the
+// race against concurrent changes of it until its retries ran out (docstore's optimistic
+// updates): 409 lock_timeout, and the request changed nothing.
+func LockTimeout(object string) *Error {
+	return &Error{Kind: Conflict, Code: CodeLockTimeout, Object: object,
+		Message: fmt.Sprintf("The %s was being changed by other requests at the same time; retry the request.", object)}
+}
+
+// ErrLockTimeout matches, with errors.Is, every LockTimeout error; it is also the error of a
+// change of an object that has no name.
+var ErrLockTimeout = &Error{Kind: Conflict, Code: CodeLockTimeout,
+	Message: "The object was being changed by other requests at the same time; retry the request."}
 
 // InvalidState returns the error of an object whose state refuses the operation: a 400, as
 // the API description answers cancelling a completed verification session, and as every

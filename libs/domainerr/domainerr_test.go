@@ -3,6 +3,7 @@ package domainerr_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"rentalplatform/libs/domainerr"
@@ -51,5 +52,15 @@ func TestConstructors(t *testing.T) {
 	}
 	if domainerr.As(errors.New("plain")) != nil || domainerr.KindOf(nil) != 0 || domainerr.CodeOf(nil) != "" {
 		t.Fatal("a plain error is not a domain error")
+	}
+}
+
+func TestLockTimeout(t *testing.T) {
+	e := domainerr.LockTimeout("webhook endpoint")
+	if e.Kind != domainerr.Conflict || e.Code != "lock_timeout" || !strings.Contains(e.Message, "webhook endpoint") {
+		t.Fatalf("LockTimeout: %+v", e)
+	}
+	if !errors.Is(fmt.Errorf("update: %w", e), domainerr.ErrLockTimeout) || errors.Is(domainerr.InvalidState("x"), domainerr.ErrLockTimeout) {
+		t.Fatal("errors.Is with ErrLockTimeout")
 	}
 }

@@ -14,8 +14,6 @@ const (
 	CodePaymentTooLarge = "amount_exceeds_remainder"
 	// CodePaymentLimit: a case holds MaxPayments payments already.
 	CodePaymentLimit = "payment_limit_reached"
-	// CodeLockTimeout: concurrent writes to one case kept winning the race.
-	CodeLockTimeout = "lock_timeout"
 )
 
 // Object types as the API names them.
@@ -49,11 +47,6 @@ func FileNotFound(id string) error {
 	e.Param = "file_id"
 	return e
 }
-
-// ErrConflict is returned when an update lost the optimistic-concurrency race every time it
-// was retried.
-var ErrConflict = domainerr.New(domainerr.Conflict, CodeLockTimeout, "",
-	"The collection case was being changed by another request; retry the request.")
 
 func invalid(param, format string, args ...any) error {
 	return domainerr.InvalidParam(param, format, args...)

@@ -13,8 +13,6 @@ const (
 	// CodeAttemptInProgress: an attempt is charging the request and did not finish within the
 	// time a cancel waits for it.
 	CodeAttemptInProgress = "attempt_in_progress"
-	// CodeLockTimeout: concurrent writes to one object kept winning the race.
-	CodeLockTimeout = "lock_timeout"
 )
 
 // Object types as the API names them.
@@ -36,11 +34,6 @@ func AgreementNotFound(id string) error { return domainerr.NotFoundObject(Object
 
 // RequestNotFound is the error for a payment request id the caller does not have.
 func RequestNotFound(id string) error { return domainerr.NotFoundObject(ObjectRequest, id) }
-
-// ErrConflict is returned when an update lost the optimistic-concurrency race every time it was
-// retried.
-var ErrConflict = domainerr.New(domainerr.Conflict, CodeLockTimeout, "",
-	"The object was being changed by another request; retry the request.")
 
 // ErrAttemptInProgress refuses a cancel while a collection attempt is charging the request (the
 // attempt decides the outcome; a cancel then would race the charge).

@@ -12,8 +12,6 @@ const (
 	// CodeURLNotAllowed: a webhook_url on a private, loopback or otherwise internal address
 	// (the same refusal as a webhook endpoint's url).
 	CodeURLNotAllowed = "url_not_allowed"
-	// CodeLockTimeout: concurrent writes of one session kept winning the race.
-	CodeLockTimeout = "lock_timeout"
 )
 
 // Object types as the API names them.
@@ -34,11 +32,6 @@ func SessionNotFound(id string) error { return domainerr.NotFoundObject(ObjectSe
 
 // ReportNotFound is the error for a report id the caller does not have.
 func ReportNotFound(id string) error { return domainerr.NotFoundObject(ObjectReport, id) }
-
-// ErrConflict is returned when an update lost the optimistic-concurrency race every time it
-// was retried.
-var ErrConflict = domainerr.New(domainerr.Conflict, CodeLockTimeout, "",
-	"The verification session was being changed by another request; retry the request.")
 
 // URLNotAllowed refuses a webhook_url that points inside the platform's network.
 func URLNotAllowed(param, host string) error {

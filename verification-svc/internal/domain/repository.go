@@ -26,7 +26,7 @@ type Repository interface {
 	// which case nothing is stored and fn's error is returned. fn may be called more than once
 	// (when a concurrent write wins, the repository reads again and retries), so it must only
 	// change the session it is given. It returns the session as stored, SessionNotFound, or
-	// ErrConflict when retries run out. A session whose fn changed nothing (raised no event)
+	// domainerr.LockTimeout when retries run out. A session whose fn changed nothing (raised no event)
 	// is not written.
 	Update(ctx context.Context, id, account string, livemode bool, fn func(*Session) error) (*Session, error)
 	// UpdateAny is Update for background work (expiry), whatever the session's account.

@@ -266,7 +266,7 @@ func TestRehydrateRoundTrip(t *testing.T) {
 
 func TestNotFoundIs(t *testing.T) {
 	err := fmt.Errorf("wrapped: %w", domain.ErrNotFound)
-	if !errors.Is(err, domain.ErrNotFound) || errors.Is(err, domain.ErrConflict) {
+	if !errors.Is(err, domain.ErrNotFound) || errors.Is(err, domainerr.ErrLockTimeout) {
 		t.Fatal("errors.Is on domain errors")
 	}
 	if de := domainerr.As(err); de == nil || de.Kind != domainerr.NotFound {

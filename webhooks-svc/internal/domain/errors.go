@@ -12,8 +12,6 @@ const (
 	CodeInvalidState     = domainerr.CodeInvalidState
 	// CodeURLNotAllowed: the URL points at a private, loopback or otherwise internal address.
 	CodeURLNotAllowed = "url_not_allowed"
-	// CodeLockTimeout: concurrent writes to one endpoint kept winning the race.
-	CodeLockTimeout = "lock_timeout"
 )
 
 // Object types as the API names them.
@@ -48,11 +46,6 @@ var ErrEndpointDisabled = domainerr.InvalidState("The delivery's webhook endpoin
 
 // ErrEndpointGone refuses to retry a delivery whose endpoint was deleted.
 var ErrEndpointGone = domainerr.InvalidState("The delivery's webhook endpoint was deleted.")
-
-// ErrConflict is returned when an update lost the optimistic-concurrency race every time it
-// was retried.
-var ErrConflict = domainerr.New(domainerr.Conflict, CodeLockTimeout, "",
-	"The webhook endpoint was being changed by another request; retry the request.")
 
 // URLNotAllowed refuses a URL that points inside the platform's network.
 func URLNotAllowed(reason string) error {

@@ -21,7 +21,7 @@ type Repository interface {
 	// which case nothing is stored and fn's error is returned. fn may be called more than once
 	// (when a concurrent write wins, the repository reads again and retries), so it must
 	// only change the endpoint it is given. It returns the endpoint as stored (with the events
-	// fn raised), ErrNotFound, or ErrConflict when retries run out. fn may Delete the
+	// fn raised), ErrNotFound, or domainerr.LockTimeout when retries run out. fn may Delete the
 	// endpoint.
 	Update(ctx context.Context, id, account string, livemode bool, fn func(*Endpoint) error) (*Endpoint, error)
 	// List returns one page, newest first, and whether more endpoints lie beyond it in the

@@ -14,6 +14,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"rentalplatform/libs/docstore"
+	"rentalplatform/libs/domainerr"
 	"rentalplatform/libs/listing"
 	"rentalplatform/libs/outbox"
 
@@ -37,7 +38,7 @@ var _ domain.CaseRepository = (*Cases)(nil)
 func NewCases(db *docstore.DB, relay *outbox.Relay) *Cases {
 	return &Cases{docs: docstore.NewCollection[caseDoc](db, CasesCollection, docstore.Options{
 		NotFound: domain.CaseNotFound,
-		Conflict: domain.ErrConflict,
+		Conflict: domainerr.LockTimeout("collection case"),
 		Outbox:   relay,
 	})}
 }

@@ -13,6 +13,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"rentalplatform/libs/docstore"
+	"rentalplatform/libs/domainerr"
 	"rentalplatform/libs/listing"
 	"rentalplatform/libs/outbox"
 
@@ -36,7 +37,7 @@ var _ domain.AgreementRepository = (*Agreements)(nil)
 func NewAgreements(db *docstore.DB, relay *outbox.Relay) *Agreements {
 	return &Agreements{docs: docstore.NewCollection[agreementDoc](db, AgreementsCollection, docstore.Options{
 		NotFound: domain.AgreementNotFound,
-		Conflict: domain.ErrConflict,
+		Conflict: domainerr.LockTimeout("payment agreement"),
 		Outbox:   relay,
 		Cache:    agreementCache,
 	})}

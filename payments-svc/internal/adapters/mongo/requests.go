@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"rentalplatform/libs/docstore"
+	"rentalplatform/libs/domainerr"
 	"rentalplatform/libs/listing"
 	"rentalplatform/libs/outbox"
 
@@ -31,7 +32,7 @@ var _ domain.RequestRepository = (*Requests)(nil)
 func NewRequests(db *docstore.DB, relay *outbox.Relay) *Requests {
 	return &Requests{docs: docstore.NewCollection[requestDoc](db, RequestsCollection, docstore.Options{
 		NotFound: domain.RequestNotFound,
-		Conflict: domain.ErrConflict,
+		Conflict: domainerr.LockTimeout("payment request"),
 		Outbox:   relay,
 		Cache:    requestCache,
 	})}

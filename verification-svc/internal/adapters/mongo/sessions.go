@@ -14,6 +14,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"rentalplatform/libs/docstore"
+	"rentalplatform/libs/domainerr"
 	"rentalplatform/libs/listing"
 	"rentalplatform/libs/outbox"
 
@@ -40,7 +41,7 @@ const cacheSize = 8192
 func NewSessions(db *docstore.DB, relay *outbox.Relay) *Sessions {
 	return &Sessions{docs: docstore.NewCollection[document](db, Collection, docstore.Options{
 		NotFound: domain.SessionNotFound,
-		Conflict: domain.ErrConflict,
+		Conflict: domainerr.LockTimeout("verification session"),
 		Outbox:   relay,
 		Cache:    cacheSize,
 	})}

@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"rentalplatform/libs/docstore"
+	"rentalplatform/libs/domainerr"
 	"rentalplatform/libs/listing"
 
 	"rentalplatform/webhooks-svc/internal/domain"
@@ -29,7 +30,7 @@ var _ domain.DeliveryRepository = (*Deliveries)(nil)
 func NewDeliveries(db *docstore.DB) *Deliveries {
 	return &Deliveries{docs: docstore.NewCollection[deliveryDoc](db, DeliveriesCollection, docstore.Options{
 		NotFound: domain.DeliveryNotFound,
-		Conflict: domain.ErrConflict,
+		Conflict: domainerr.LockTimeout("webhook delivery"),
 		Cache:    docCacheSize,
 	})}
 }

@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"rentalplatform/libs/docstore"
+	"rentalplatform/libs/domainerr"
 	"rentalplatform/libs/events"
 	"rentalplatform/libs/eventtype"
 	"rentalplatform/libs/listing"
@@ -36,7 +37,7 @@ const docCacheSize = 8192
 func NewEvents(db *docstore.DB) *Events {
 	return &Events{docs: docstore.NewCollection[eventDoc](db, EventsCollection, docstore.Options{
 		NotFound: domain.EventNotFound,
-		Conflict: domain.ErrConflict,
+		Conflict: domainerr.LockTimeout("event"),
 		Cache:    docCacheSize,
 	})}
 }

@@ -15,6 +15,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"rentalplatform/libs/docstore"
+	"rentalplatform/libs/domainerr"
 	"rentalplatform/libs/eventtype"
 	"rentalplatform/libs/listing"
 	"rentalplatform/libs/outbox"
@@ -39,7 +40,7 @@ var _ domain.Repository = (*Repository)(nil)
 func NewRepository(db *docstore.DB, relay *outbox.Relay, cacheTTL time.Duration) *Repository {
 	r := &Repository{docs: docstore.NewCollection[document](db, Collection, docstore.Options{
 		NotFound: domain.EndpointNotFound,
-		Conflict: domain.ErrConflict,
+		Conflict: domainerr.LockTimeout("webhook endpoint"),
 		Outbox:   relay,
 	})}
 	if cacheTTL > 0 {
