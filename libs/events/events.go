@@ -4,6 +4,7 @@
 package events
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -128,4 +129,36 @@ func Render(e Event, version string) Public {
 		ID: e.ID, Object: "event", Type: e.Type, APIVersion: version, Created: e.Created,
 		Livemode: e.Livemode, PendingWebhooks: e.PendingWebhooks, Request: e.Request, Data: e.Data,
 	}
+}
+
+// Fields is an object as the API renders it, by top-level field: what an update event's
+// previous_attributes are made of.
+type Fields map[string]json.RawMessage
+
+// FieldsOf renders object (the API's rendering of an aggregate) by top-level field.
+func FieldsOf(object any) (Fields, error) {
+	b, err := json.Marshal(object)
+	if err != nil {
+		return nil, fmt.Errorf("render object: %w", err)
+	}
+	var f Fields
+	if err := json.Unmarshal(b, &f); err != nil {
+		return nil, fmt.Errorf("render object: %w", err)
+	}
+	return f, nil
+}
+
+// Changed returns the fields of before that after renders differently, with their old values:
+// an update's previous_attributes. It is nil when nothing the API shows changed.
+func Changed(before, after Fields) map[string]any {
+	var out map[string]any
+	for k, old := range before {
+		if !bytes.Equal(old, after[k]) {
+			if out == nil {
+				out = map[string]any{}
+			}
+			out[k] = old
+		}
+	}
+	return out
 }

@@ -66,3 +66,23 @@ func TestDestinationIsNeverRendered(t *testing.T) {
 	}
 
 }
+
+// An update's previous_attributes: the top-level fields whose rendering changed, with their
+// old values; none when nothing the API shows changed.
+func TestChanged(t *testing.T) {
+	before, err := FieldsOf(map[string]any{"status": "enabled", "url": "https://a", "metadata": map[string]string{"k": "v"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, _ := FieldsOf(map[string]any{"status": "disabled", "url": "https://a", "metadata": map[string]string{"k": "w"}})
+	got, _ := json.Marshal(Changed(before, after))
+	if string(got) != `{"metadata":{"k":"v"},"status":"enabled"}` {
+		t.Fatalf("Changed = %s", got)
+	}
+	if Changed(before, before) != nil {
+		t.Fatal("Changed of an unchanged object is not nil")
+	}
+	if _, err := FieldsOf([]int{1}); err == nil {
+		t.Fatal("FieldsOf of a non-object")
+	}
+}

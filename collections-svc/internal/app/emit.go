@@ -1,10 +1,7 @@
 package app
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
 
 	"rentalplatform/libs/events"
 	"rentalplatform/libs/eventtype"
@@ -38,7 +35,7 @@ func (s *Service) change(ctx context.Context, caller Caller, id string, fn func(
 		return nil, domain.CaseNotFound(id)
 	}
 	return s.Cases.Update(ctx, id, caller.Account, caller.Livemode, func(c *domain.Case) error {
-		before, err := s.renderFields(c)
+		before, err := events.FieldsOf(s.cfg.RenderCase(c))
 		if err != nil {
 			return err
 		}
@@ -46,18 +43,12 @@ func (s *Service) change(ctx context.Context, caller Caller, id string, fn func(
 		if err := fn(c); err != nil {
 			return err
 		}
-		after, err := s.renderFields(c)
+		obj := s.cfg.RenderCase(c)
+		after, err := events.FieldsOf(obj)
 		if err != nil {
 			return err
 		}
-		previous := map[string]any{}
-		for k, v := range before {
-			if !bytes.Equal(v, after[k]) {
-				previous[k] = v
-			}
-		}
-		obj := s.cfg.RenderCase(c)
-		if err := s.emit(c, eventtype.CollectionCaseUpdated, c.Account(), c.Livemode(), obj, &caller, previous); err != nil {
+		if err := s.emit(c, eventtype.CollectionCaseUpdated, c.Account(), c.Livemode(), obj, &caller, events.Changed(before, after)); err != nil {
 			return err
 		}
 		if !wasClosed && c.Status() == domain.StatusClosed {
@@ -65,17 +56,4 @@ func (s *Service) change(ctx context.Context, caller Caller, id string, fn func(
 		}
 		return nil
 	})
-}
-
-// renderFields returns the case's top-level fields as the API renders them.
-func (s *Service) renderFields(c *domain.Case) (map[string]json.RawMessage, error) {
-	b, err := json.Marshal(s.cfg.RenderCase(c))
-	if err != nil {
-		return nil, fmt.Errorf("render collection case: %w", err)
-	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(b, &fields); err != nil {
-		return nil, fmt.Errorf("render collection case: %w", err)
-	}
-	return fields, nil
 }

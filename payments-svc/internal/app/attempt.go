@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"rentalplatform/libs/events"
 	"rentalplatform/libs/eventtype"
 	"rentalplatform/libs/ids"
 
@@ -173,7 +174,7 @@ func (s *Service) failMethods(ctx context.Context, agreement string, hard []doma
 		return nil
 	}
 	_, err := s.Agreements.Update(ctx, agreement, "", false, func(a *domain.Agreement) error {
-		before, err := s.renderedField(a, "payment_methods")
+		before, err := events.FieldsOf(s.cfg.RenderAgreement(a))
 		if err != nil {
 			return err
 		}
@@ -184,7 +185,7 @@ func (s *Service) failMethods(ctx context.Context, agreement string, hard []doma
 		if !changed {
 			return nil
 		}
-		return s.emitAgreement(a, eventtype.PaymentAgreementUpdated, nil, map[string]any{"payment_methods": before})
+		return s.emitAgreement(a, eventtype.PaymentAgreementUpdated, nil, map[string]any{"payment_methods": before["payment_methods"]})
 	})
 	if err != nil {
 		return fmt.Errorf("mark payment methods failed on %s: %w", agreement, err)

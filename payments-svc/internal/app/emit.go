@@ -1,9 +1,6 @@
 package app
 
 import (
-	"encoding/json"
-	"fmt"
-
 	"rentalplatform/libs/events"
 	"rentalplatform/libs/eventtype"
 
@@ -50,18 +47,4 @@ var requestEvent = map[domain.Outcome]string{
 	domain.OutcomeSucceeded: eventtype.PaymentRequestSucceeded,
 	domain.OutcomeRetrying:  eventtype.PaymentRequestRetrying,
 	domain.OutcomeFailed:    eventtype.PaymentRequestFailed,
-}
-
-// renderedField returns one top-level field of the object as the API renders it (the
-// previous_attributes of an update).
-func (s *Service) renderedField(a *domain.Agreement, field string) (json.RawMessage, error) {
-	b, err := json.Marshal(s.cfg.RenderAgreement(a))
-	if err != nil {
-		return nil, fmt.Errorf("render payment agreement: %w", err)
-	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(b, &fields); err != nil {
-		return nil, fmt.Errorf("render payment agreement: %w", err)
-	}
-	return fields[field], nil
 }

@@ -1,10 +1,6 @@
 package app
 
 import (
-	"bytes"
-	"encoding/json"
-	"fmt"
-
 	"rentalplatform/libs/events"
 
 	"rentalplatform/webhooks-svc/internal/domain"
@@ -23,34 +19,4 @@ func (s *Service) emit(e *domain.Endpoint, typ string, caller *Caller, previous 
 	}
 	e.Emit(ev)
 	return nil
-}
-
-// snapshot is an endpoint rendered as the API shows it, by top-level field.
-type snapshot map[string]json.RawMessage
-
-func (s *Service) snapshot(e *domain.Endpoint) (snapshot, error) {
-	b, err := json.Marshal(s.cfg.RenderEndpoint(e))
-	if err != nil {
-		return nil, fmt.Errorf("render webhook endpoint: %w", err)
-	}
-	var out snapshot
-	if err := json.Unmarshal(b, &out); err != nil {
-		return nil, fmt.Errorf("render webhook endpoint: %w", err)
-	}
-	return out, nil
-}
-
-// previous returns the fields of before that after changed, with their old values; nil when
-// nothing visible changed.
-func previous(before, after snapshot) map[string]any {
-	var out map[string]any
-	for k, old := range before {
-		if !bytes.Equal(old, after[k]) {
-			if out == nil {
-				out = map[string]any{}
-			}
-			out[k] = old
-		}
-	}
-	return out
 }

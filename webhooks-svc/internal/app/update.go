@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 
+	"rentalplatform/libs/events"
 	"rentalplatform/libs/eventtype"
 
 	"rentalplatform/webhooks-svc/internal/domain"
@@ -27,7 +28,7 @@ func (s *Service) Update(ctx context.Context, caller Caller, id string, changes 
 	}
 	var reenabled bool
 	e, err := s.Endpoints.Update(ctx, id, caller.Account, caller.Livemode, func(e *domain.Endpoint) error {
-		before, err := s.snapshot(e)
+		before, err := events.FieldsOf(s.cfg.RenderEndpoint(e))
 		if err != nil {
 			return err
 		}
@@ -36,11 +37,11 @@ func (s *Service) Update(ctx context.Context, caller Caller, id string, changes 
 			return err
 		}
 		reenabled = wasDisabled && e.Status() == domain.StatusEnabled
-		after, err := s.snapshot(e)
+		after, err := events.FieldsOf(s.cfg.RenderEndpoint(e))
 		if err != nil {
 			return err
 		}
-		if prev := previous(before, after); prev != nil {
+		if prev := events.Changed(before, after); prev != nil {
 			return s.emit(e, eventtype.WebhookEndpointUpdated, &caller, prev)
 		}
 		return nil
