@@ -85,7 +85,6 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		Deliveries: deliveries,
 		Scheduler:  asynqadapter.NewScheduler(q.Producer, inspector, cfg.Timeout),
 		Sender:     sender,
-		Clock:      app.ClockFunc(time.Now),
 		IDs:        ids.NewGenerator(nil),
 		Log:        log,
 	}, app.Config{

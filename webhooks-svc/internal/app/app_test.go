@@ -133,7 +133,7 @@ func newEnvWith(t *testing.T, configure func(*app.Config)) *env {
 	e.svc = app.New(app.Deps{
 		Endpoints: mongo.NewRepository(db, e.relay, time.Minute), Events: e.events, Deliveries: e.delivs,
 		Scheduler: e.sched, Sender: e.sender,
-		Clock: app.ClockFunc(time.Now), IDs: e.gen,
+		IDs: e.gen,
 	}, cfg)
 	return e
 }

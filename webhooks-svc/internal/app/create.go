@@ -26,7 +26,7 @@ func (s *Service) Create(ctx context.Context, caller Caller, in CreateEndpoint) 
 		Account:       caller.Account,
 		Livemode:      caller.Livemode,
 		Secret:        s.secret(),
-		Created:       s.Clock.Now(),
+		Created:       s.Now(),
 		URL:           in.URL,
 		EnabledEvents: in.EnabledEvents,
 		Description:   in.Description,

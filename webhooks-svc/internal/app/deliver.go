@@ -123,7 +123,7 @@ func (s *Service) logFailure(ctx context.Context, d *domain.Delivery, ev events.
 
 // request is the signed POST of ev to ep, as of now.
 func (s *Service) request(ep *domain.Endpoint, ev events.Event) (Request, error) {
-	now := s.Clock.Now()
+	now := s.Now()
 	body, err := json.Marshal(events.Render(ev, ep.APIVersion()))
 	if err != nil {
 		return Request{}, fmt.Errorf("render event %s: %w", ev.ID, err)

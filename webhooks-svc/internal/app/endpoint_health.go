@@ -17,7 +17,7 @@ func (s *Service) noteOutcome(ctx context.Context, ep *domain.Endpoint, o domain
 	if ep.IsDestination() {
 		return nil // an event's own destination has no health to keep, nothing to disable
 	}
-	now := s.Clock.Now()
+	now := s.Now()
 	var fn func(e *domain.Endpoint) error
 	switch o {
 	case domain.Succeeded:

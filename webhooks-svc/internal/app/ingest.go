@@ -22,7 +22,7 @@ func (s *Service) Ingest(ctx context.Context, ev events.Event) error {
 	if err != nil {
 		return err
 	}
-	now := s.Clock.Now()
+	now := s.Now()
 	ds := make([]*domain.Delivery, len(rec.Targets))
 	for i, t := range rec.Targets {
 		ds[i] = domain.NewDelivery(domain.NewDeliveryParams{

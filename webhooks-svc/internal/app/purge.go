@@ -10,7 +10,7 @@ import (
 // too, and this finds little left to do.
 func (s *Service) PurgeExpired(ctx context.Context) (events, deliveries int64, err error) {
 	// Whole seconds: events keep their creation time in seconds.
-	cutoff := s.Clock.Now().Add(-s.cfg.Retention).Truncate(time.Second)
+	cutoff := s.Now().Add(-s.cfg.Retention).Truncate(time.Second)
 	if deliveries, err = s.Deliveries.Purge(ctx, cutoff); err != nil {
 		return 0, 0, err
 	}

@@ -13,7 +13,7 @@ const overdueBatch = 500
 // queued are not queued twice (the task id is the delivery and attempt), so this is safe to
 // run at any time. It returns how many deliveries it looked at.
 func (s *Service) RescheduleOverdue(ctx context.Context, grace time.Duration) (int, error) {
-	overdue, err := s.Deliveries.Overdue(ctx, s.Clock.Now().Add(-grace), overdueBatch)
+	overdue, err := s.Deliveries.Overdue(ctx, s.Now().Add(-grace), overdueBatch)
 	if err != nil {
 		return 0, err
 	}

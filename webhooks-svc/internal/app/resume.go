@@ -15,7 +15,7 @@ func (s *Service) resume(ctx context.Context, endpoint string) {
 		s.Log.WarnContext(ctx, "resuming the deliveries of a re-enabled endpoint", "endpoint", endpoint, "error", err.Error())
 		return
 	}
-	now := s.Clock.Now()
+	now := s.Now()
 	for _, p := range pending {
 		d, err := s.Deliveries.Update(ctx, p.ID(), func(d *domain.Delivery) error {
 			if !d.Resume(now) {

@@ -36,7 +36,7 @@ func (s *Service) RetryDelivery(ctx context.Context, caller Caller, id string) (
 			return nil, domain.ErrEndpointDisabled
 		}
 	}
-	now := s.Clock.Now()
+	now := s.Now()
 	d, err = s.Deliveries.Update(ctx, id, func(d *domain.Delivery) error {
 		d.Retry(now)
 		return nil

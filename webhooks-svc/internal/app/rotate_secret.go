@@ -30,7 +30,7 @@ func (s *Service) RotateSecret(ctx context.Context, caller Caller, id string, ex
 		return nil, domain.EndpointNotFound(id)
 	}
 	return s.Endpoints.Update(ctx, id, caller.Account, caller.Livemode, func(e *domain.Endpoint) error {
-		e.RotateSecret(s.secret(), s.Clock.Now(), keep)
+		e.RotateSecret(s.secret(), s.Now(), keep)
 		return nil
 	})
 }

@@ -16,31 +16,10 @@ import (
 	"rentalplatform/webhooks-svc/internal/domain"
 )
 
-// Clock tells the time.
-type Clock interface {
-	Now() time.Time
-}
-
-// ClockFunc adapts a function such as time.Now to Clock.
-type ClockFunc func() time.Time
-
-// Now returns f().
-func (f ClockFunc) Now() time.Time { return f() }
-
 // Caller is who a use case acts for: the gateway-verified account and mode, and the API
 // request, which the events a change raises name. Every use case sees and changes only the
 // caller's objects.
-type Caller struct {
-	Account        string
-	Livemode       bool
-	RequestID      string
-	IdempotencyKey string
-}
-
-// identity is the request that caused an event.
-func (c Caller) identity() *identity.Identity {
-	return &identity.Identity{Account: c.Account, Livemode: c.Livemode, RequestID: c.RequestID, IdempotencyKey: c.IdempotencyKey}
-}
+type Caller = identity.Identity
 
 // Deps are the adapters the use cases run on.
 type Deps struct {
@@ -49,7 +28,7 @@ type Deps struct {
 	Deliveries domain.DeliveryRepository
 	Scheduler  Scheduler
 	Sender     Sender
-	Clock      Clock
+	Now        func() time.Time // time.Now when nil
 	IDs        *ids.Generator
 	Log        *slog.Logger
 }
@@ -93,6 +72,9 @@ type Service struct {
 func New(deps Deps, cfg Config) *Service {
 	if deps.Log == nil {
 		deps.Log = slog.New(slog.DiscardHandler)
+	}
+	if deps.Now == nil {
+		deps.Now = time.Now
 	}
 	var inline *inflight
 	if cfg.InlineWait > 0 {

@@ -60,10 +60,7 @@ type updateParams struct {
 	Metadata      map[string]string `json:"metadata"`
 }
 
-func caller(c *fiber.Ctx) app.Caller {
-	id := fiberx.Identity(c)
-	return app.Caller{Account: id.Account, Livemode: id.Livemode, RequestID: id.RequestID, IdempotencyKey: id.IdempotencyKey}
-}
+func caller(c *fiber.Ctx) app.Caller { return fiberx.Identity(c) }
 
 // pathID copies the :id parameter out of Fiber's reused request buffer.
 func pathID(c *fiber.Ctx) string { return strings.Clone(c.Params("id")) }
