@@ -34,13 +34,14 @@ func ownedOnly[D Owned](d D, err error, id, account string, livemode bool, notFo
 }
 
 // UpdateOwned is Update of a document of the caller's: it loads the aggregate the document
-// holds (load), applies fn, and stores the result in the document (store); a document of
+// holds (load), applies fn, and stores the result in the document (store, which may refuse the
+// aggregate, and then nothing is written: Infallible adapts one that cannot); a document of
 // another owner is notFound(id) and is not written. An empty account skips the owner check: the
 // service's own engine changing an aggregate it found by id, never a caller (the gateway's
 // identity always names an account). fn may run more than once (Update retries on a conflict),
 // so it only changes the aggregate it is given.
 func UpdateOwned[D Owned, A any](ctx context.Context, docs *Collection[D], id, account string, livemode bool,
-	notFound func(string) error, load func(D) A, store func(*D, A), fn func(A) error) (A, error) {
+	notFound func(string) error, load func(D) A, store func(*D, A) error, fn func(A) error) (A, error) {
 	var out A
 	_, err := docs.Update(ctx, id, func(d *D) error {
 		if account != "" && !(*d).OwnedBy(account, livemode) {
@@ -51,12 +52,19 @@ func UpdateOwned[D Owned, A any](ctx context.Context, docs *Collection[D], id, a
 			return err
 		}
 		out = a
-		store(d, a)
-		return nil
+		return store(d, a)
 	})
 	if err != nil {
 		var zero A
 		return zero, err
 	}
 	return out, nil
+}
+
+// Infallible adapts a store function that cannot fail to UpdateOwned's.
+func Infallible[D, A any](store func(*D, A)) func(*D, A) error {
+	return func(d *D, a A) error {
+		store(d, a)
+		return nil
+	}
 }

@@ -217,7 +217,7 @@ func (r *Cases) GetByReference(ctx context.Context, reference, account string, l
 
 // Update implements domain.CaseRepository.
 func (r *Cases) Update(ctx context.Context, id, account string, livemode bool, fn func(*domain.Case) error) (*domain.Case, error) {
-	return docstore.UpdateOwned(ctx, r.docs, id, account, livemode, domain.CaseNotFound, caseDoc.aggregate, (*caseDoc).set, fn)
+	return docstore.UpdateOwned(ctx, r.docs, id, account, livemode, domain.CaseNotFound, caseDoc.aggregate, docstore.Infallible((*caseDoc).set), fn)
 }
 
 // List implements domain.CaseRepository.

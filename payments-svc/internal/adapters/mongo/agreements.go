@@ -179,7 +179,7 @@ func (r *Agreements) Load(ctx context.Context, id string) (*domain.Agreement, er
 
 // Update implements domain.AgreementRepository.
 func (r *Agreements) Update(ctx context.Context, id, account string, livemode bool, fn func(*domain.Agreement) error) (*domain.Agreement, error) {
-	return docstore.UpdateOwned(ctx, r.docs, id, account, livemode, domain.AgreementNotFound, agreementDoc.agreement, (*agreementDoc).set, fn)
+	return docstore.UpdateOwned(ctx, r.docs, id, account, livemode, domain.AgreementNotFound, agreementDoc.agreement, docstore.Infallible((*agreementDoc).set), fn)
 }
 
 // List implements domain.AgreementRepository.

@@ -201,7 +201,7 @@ func (r *Requests) Load(ctx context.Context, id string) (*domain.Request, error)
 
 // Update implements domain.RequestRepository.
 func (r *Requests) Update(ctx context.Context, id, account string, livemode bool, fn func(*domain.Request) error) (*domain.Request, error) {
-	return docstore.UpdateOwned(ctx, r.docs, id, account, livemode, domain.RequestNotFound, requestDoc.request, (*requestDoc).set, fn)
+	return docstore.UpdateOwned(ctx, r.docs, id, account, livemode, domain.RequestNotFound, requestDoc.request, docstore.Infallible((*requestDoc).set), fn)
 }
 
 // Attempt implements domain.RequestRepository (docstore's Bracket).

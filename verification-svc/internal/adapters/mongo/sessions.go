@@ -235,7 +235,8 @@ func (d document) session() *domain.Session {
 	return domain.Rehydrate(st)
 }
 
-func owned(d document, account string, livemode bool) bool {
+// OwnedBy implements docstore.Owned.
+func (d document) OwnedBy(account string, livemode bool) bool {
 	return d.Account == account && d.Livemode == livemode
 }
 
@@ -255,47 +256,23 @@ func (r *Sessions) Create(ctx context.Context, s *domain.Session) error {
 	return nil
 }
 
-// Get implements domain.Repository. It reads by _id alone and checks the owner in code: an _id
-// lookup is a primary-key read on every store (on the embedded one the only filter that is),
-// and account and mode never change.
+// Get implements domain.Repository.
 func (r *Sessions) Get(ctx context.Context, id, account string, livemode bool) (*domain.Session, error) {
-	d, err := r.docs.Get(ctx, id)
+	d, err := docstore.GetOwned(ctx, r.docs, id, account, livemode, domain.SessionNotFound)
 	if err != nil {
 		return nil, err
-	}
-	if !owned(d, account, livemode) {
-		return nil, domain.SessionNotFound(id)
 	}
 	return d.session(), nil
 }
 
 // Update implements domain.Repository.
 func (r *Sessions) Update(ctx context.Context, id, account string, livemode bool, fn func(*domain.Session) error) (*domain.Session, error) {
-	return r.update(ctx, id, func(d document) bool { return owned(d, account, livemode) }, fn)
+	return docstore.UpdateOwned(ctx, r.docs, id, account, livemode, domain.SessionNotFound, document.session, (*document).set, fn)
 }
 
-// UpdateAny implements domain.Repository.
+// UpdateAny implements domain.Repository: no owner check (docstore.UpdateOwned with no account).
 func (r *Sessions) UpdateAny(ctx context.Context, id string, fn func(*domain.Session) error) (*domain.Session, error) {
-	return r.update(ctx, id, func(document) bool { return true }, fn)
-}
-
-func (r *Sessions) update(ctx context.Context, id string, mine func(document) bool, fn func(*domain.Session) error) (*domain.Session, error) {
-	var out *domain.Session
-	_, err := r.docs.Update(ctx, id, func(d *document) error {
-		if !mine(*d) {
-			return domain.SessionNotFound(id)
-		}
-		s := d.session()
-		if err := fn(s); err != nil {
-			return err
-		}
-		out = s
-		return d.set(s)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return r.Update(ctx, id, "", false, fn)
 }
 
 // List implements domain.Repository.

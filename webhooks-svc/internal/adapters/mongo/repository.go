@@ -132,27 +132,14 @@ func (r *Repository) Create(ctx context.Context, e *domain.Endpoint) error {
 	return nil
 }
 
-// find reads the document by _id alone and checks the owner in code. An _id lookup is a
-// primary-key read on every store (on the embedded one it is the only filter that is), and
-// account and mode never change, so checking them after the read is as safe as filtering.
-func (r *Repository) find(ctx context.Context, id, account string, livemode bool) (document, error) {
-	d, err := r.docs.Get(ctx, id)
-	if err != nil {
-		return document{}, err
-	}
-	if !owned(d, account, livemode) {
-		return document{}, domain.EndpointNotFound(id)
-	}
-	return d, nil
-}
-
-func owned(d document, account string, livemode bool) bool {
+// OwnedBy implements docstore.Owned.
+func (d document) OwnedBy(account string, livemode bool) bool {
 	return d.Account == account && d.Livemode == livemode
 }
 
 // Get implements domain.Repository.
 func (r *Repository) Get(ctx context.Context, id, account string, livemode bool) (*domain.Endpoint, error) {
-	d, err := r.find(ctx, id, account, livemode)
+	d, err := docstore.GetOwned(ctx, r.docs, id, account, livemode, domain.EndpointNotFound)
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +150,7 @@ func (r *Repository) Get(ctx context.Context, id, account string, livemode bool)
 func (r *Repository) Update(ctx context.Context, id, account string, livemode bool, fn func(*domain.Endpoint) error) (*domain.Endpoint, error) {
 	var out *domain.Endpoint
 	stored, err := r.docs.Update(ctx, id, func(d *document) error {
-		if !owned(*d, account, livemode) {
+		if !d.OwnedBy(account, livemode) {
 			return domain.EndpointNotFound(id)
 		}
 		e := d.endpoint()
