@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"rentalplatform/libs/ids"
+	"rentalplatform/libs/listing"
 
 	"rentalplatform/webhooks-svc/internal/domain"
 )
@@ -21,4 +22,9 @@ func (s *Service) GetEvent(ctx context.Context, caller Caller, id string) (*doma
 		return nil, domain.EventNotFound(id)
 	}
 	return rec, nil
+}
+
+// ListEvents returns one page of the caller's events, newest first, filtered.
+func (s *Service) ListEvents(ctx context.Context, caller Caller, f domain.EventFilter, p listing.Params) ([]*domain.EventRecord, bool, error) {
+	return s.Events.List(ctx, caller.Account, caller.Livemode, f, p)
 }

@@ -6,6 +6,7 @@ import (
 
 	"rentalplatform/gateway/internal/domain"
 	"rentalplatform/libs/domainerr"
+	"rentalplatform/libs/ids"
 	"rentalplatform/libs/listing"
 )
 
@@ -34,4 +35,16 @@ func (s *Service) ListKeys(ctx context.Context, account string, p listing.Params
 		return nil, false, fmt.Errorf("list keys: %w", err)
 	}
 	return keys, more, nil
+}
+
+// GetKey returns the key with this id.
+func (s *Service) GetKey(ctx context.Context, id string) (domain.Key, error) {
+	if !ids.Valid(ids.APIKey, id) {
+		return domain.Key{}, domain.KeyNotFound(id)
+	}
+	k, err := s.keys.ByID(ctx, id)
+	if err != nil {
+		return domain.Key{}, fmt.Errorf("get key: %w", err)
+	}
+	return k, nil
 }

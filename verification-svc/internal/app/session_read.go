@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"rentalplatform/libs/ids"
+	"rentalplatform/libs/listing"
 
 	"rentalplatform/verification-svc/internal/domain"
 )
@@ -28,4 +29,11 @@ func (s *Service) GetReport(ctx context.Context, caller Caller, id string) (*dom
 		return nil, domain.ReportNotFound(id)
 	}
 	return v, err
+}
+
+// List returns one page of the caller's sessions, newest first, and whether more lie beyond it
+// in the direction read. A cursor is only a position (ids sort by creation time), so it is not
+// looked up.
+func (s *Service) List(ctx context.Context, caller Caller, f domain.Filter, p listing.Params) ([]*domain.Session, bool, error) {
+	return s.Sessions.List(ctx, caller.Account, caller.Livemode, f, p)
 }

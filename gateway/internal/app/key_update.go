@@ -27,15 +27,3 @@ func (s *Service) SetRateLimit(ctx context.Context, id string, r *domain.RateLim
 	s.cache.invalidate(k.Hash())
 	return k, nil
 }
-
-// GetKey returns the key with this id.
-func (s *Service) GetKey(ctx context.Context, id string) (domain.Key, error) {
-	if !ids.Valid(ids.APIKey, id) {
-		return domain.Key{}, domain.KeyNotFound(id)
-	}
-	k, err := s.keys.ByID(ctx, id)
-	if err != nil {
-		return domain.Key{}, fmt.Errorf("get key: %w", err)
-	}
-	return k, nil
-}

@@ -8,6 +8,14 @@ import (
 	"rentalplatform/webhooks-svc/internal/domain"
 )
 
+// Get returns the caller's endpoint, or a not-found error (domain.ErrNotFound).
+func (s *Service) Get(ctx context.Context, caller Caller, id string) (*domain.Endpoint, error) {
+	if !validID(id) {
+		return nil, domain.EndpointNotFound(id)
+	}
+	return s.Endpoints.Get(ctx, id, caller.Account, caller.Livemode)
+}
+
 // List returns one page of the caller's endpoints, newest first, and whether more lie beyond
 // it in the direction read. A cursor is only a position (ids sort by creation time), so it is
 // not looked up: a client that deletes the last endpoint of a page can still ask for the next
