@@ -4,14 +4,11 @@ import (
 	"context"
 	"errors"
 	"io"
-	"sync"
 	"time"
 
 	"github.com/hibiken/asynq"
 
-	"rentalplatform/libs/asynqx"
 	"rentalplatform/libs/ids"
-	"rentalplatform/libs/outbox"
 	"rentalplatform/libs/service"
 
 	asynqadapter "rentalplatform/payments-svc/internal/adapters/asynq"
@@ -36,23 +33,14 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		return err
 	}
 	fail := func(err error) error { return errors.Join(err, rt.Close()) }
-	log, tp, prop := rt.Log, rt.Tel.TracerProvider, rt.Tel.Propagator
-
-	redisOpt, err := asynqx.RedisOpt(cfg.RedisURL)
+	log := rt.Log
+	q, err := rt.ConnectQueue(cfg.RedisURL, cfg.OutboxRelayInterval)
 	if err != nil {
 		return fail(err)
 	}
-	scheduler, err := asynqadapter.NewScheduler(redisOpt, tp, prop, cfg.AttemptTimeout)
-	if err != nil {
-		return fail(err)
-	}
-	rt.OnClose(func(context.Context) error { return scheduler.Close() })
-	rt.AddDegradingCheck("redis", scheduler.Ping)
-
-	relay := outbox.NewRelay(outbox.NewPublisher(scheduler.Producer()), log, cfg.OutboxRelayInterval,
-		max(2*time.Second, 2*cfg.OutboxRelayInterval))
-	agreements := mongo.NewAgreements(rt.Store, relay)
-	requests := mongo.NewRequests(rt.Store, relay)
+	scheduler := asynqadapter.NewScheduler(q.Producer, q.Redis, cfg.AttemptTimeout)
+	agreements := mongo.NewAgreements(rt.Store, q.Relay)
+	requests := mongo.NewRequests(rt.Store, q.Relay)
 	if err := agreements.EnsureIndexes(ctx); err != nil {
 		return fail(err)
 	}
@@ -86,21 +74,17 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	httpport.Register(rt.App, svc)
 
 	// An attempt runs when it is due, days after the request that scheduled it (a retry): in
-	// a trace of its own, linked. The scheduler keeps its own asynq client; the worker needs
-	// only the connection options.
-	if err := rt.Work(&service.Queue{Opt: redisOpt}, tasks.QueuePayments, cfg.Concurrency,
+	// a trace of its own, linked.
+	if err := rt.Work(q, tasks.QueuePayments, cfg.Concurrency,
 		func(mux *asynq.ServeMux) { worker.Register(mux, svc, log) },
 		service.LinkedTraces(), service.RetryDelay(worker.RetryDelay)); err != nil {
 		return fail(err)
 	}
-
-	// Background loops, stopped first at shutdown (closers run last-registered first), while
-	// Redis and MongoDB are still open.
-	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = relay.Run(bg) })
-	wg.Go(func() { worker.Reconcile(bg, svc, log, cfg.ReconcileInterval) })
-	rt.OnClose(func(context.Context) error { stop(); wg.Wait(); return nil })
+	// The reconciler runs at once at start (what Redis lost while the service was down is
+	// queued again without waiting an interval), then every interval.
+	rt.Go(func(ctx context.Context) {
+		service.Every(ctx, log, "reconcile", cfg.ReconcileInterval, worker.Reconcile(svc, log), service.AtStart())
+	})
 
 	return rt.Serve(ctx)
 }

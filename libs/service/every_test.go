@@ -42,6 +42,38 @@ func TestEveryRunsUntilCanceledAndLogsFailures(t *testing.T) {
 	}
 }
 
+// With AtStart the first run does not wait for the first tick; without it, it does.
+func TestEveryAtStart(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	for _, tc := range []struct {
+		opts []EveryOption
+		want bool
+	}{{nil, false}, {[]EveryOption{AtStart()}, true}} {
+		ctx, cancel := context.WithCancel(t.Context())
+		ran := make(chan struct{}, 1)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			Every(ctx, log, "reconcile", time.Hour, func(context.Context) error {
+				ran <- struct{}{}
+				return nil
+			}, tc.opts...)
+		}()
+		select {
+		case <-ran:
+			if !tc.want {
+				t.Error("ran before the first tick without AtStart")
+			}
+		case <-time.After(200 * time.Millisecond):
+			if tc.want {
+				t.Error("did not run at start with AtStart")
+			}
+		}
+		cancel()
+		<-done
+	}
+}
+
 type lockedWriter struct {
 	mu *sync.Mutex
 	w  *bytes.Buffer

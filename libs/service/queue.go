@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 
 	"rentalplatform/libs/asynqx"
 	"rentalplatform/libs/outbox"
@@ -17,6 +18,9 @@ import (
 type Queue struct {
 	Opt    asynq.RedisConnOpt
 	Client *asynq.Client
+	// Redis is the connection pool Client uses, for a service's own keys and its asynq
+	// inspector (asynq.NewInspectorFromRedisClient): one pool serves them all.
+	Redis redis.UniversalClient
 	// Producer enqueues through Client, each task in a producer span of the caller's trace: a
 	// service's own task scheduler enqueues with it.
 	Producer *asynqx.Producer
@@ -33,8 +37,13 @@ func (rt *Runtime) ConnectQueue(redisURL string, relayInterval time.Duration) (*
 	if err != nil {
 		return nil, err
 	}
-	client := asynq.NewClient(opt)
-	rt.OnClose(func(context.Context) error { return client.Close() })
+	rc, ok := opt.MakeRedisClient().(redis.UniversalClient)
+	if !ok {
+		return nil, fmt.Errorf("redis: unexpected client type %T", opt.MakeRedisClient())
+	}
+	// A client on a pool it did not make refuses to close it (asynq): the pool is closed here.
+	client := asynq.NewClientFromRedisClient(rc)
+	rt.OnClose(func(context.Context) error { return rc.Close() })
 	// Without Redis the API still serves: events wait in their outboxes for the relay, and the
 	// sweeps rebuild what the queues lose.
 	rt.AddDegradingCheck("redis", func(context.Context) error { return client.Ping() })
@@ -42,7 +51,7 @@ func (rt *Runtime) ConnectQueue(redisURL string, relayInterval time.Duration) (*
 	relay := outbox.NewRelay(outbox.NewPublisher(producer), rt.Log, relayInterval,
 		max(2*time.Second, 2*relayInterval))
 	rt.Go(func(ctx context.Context) { _ = relay.Run(ctx) })
-	return &Queue{Opt: opt, Client: client, Producer: producer, Relay: relay}, nil
+	return &Queue{Opt: opt, Client: client, Redis: rc, Producer: producer, Relay: relay}, nil
 }
 
 // WorkOption adjusts a worker started by Work.
@@ -66,8 +75,7 @@ func RetryDelay(fn asynq.RetryDelayFunc) WorkOption {
 // what register adds to the mux: each task in a consumer span of the trace it was enqueued in
 // (or linked to it: LinkedTraces), and measured (asynqx.MetricsMiddleware). The queue's depth
 // and latency are reported with the metrics (asynqx.ObserveQueues). The server is shut down at
-// shutdown, before the background loops stop and the connections close. Only q.Opt is used:
-// a service that keeps its own asynq client passes a Queue holding its options alone.
+// shutdown, before the background loops stop and the connections close.
 func (rt *Runtime) Work(q *Queue, queue string, concurrency int, register func(*asynq.ServeMux), opts ...WorkOption) error {
 	var wc workConfig
 	for _, o := range opts {

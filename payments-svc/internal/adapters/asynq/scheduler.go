@@ -10,8 +10,6 @@ import (
 
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
-	"go.opentelemetry.io/otel/propagation"
-	"go.opentelemetry.io/otel/trace"
 
 	"rentalplatform/libs/asynqx"
 
@@ -37,28 +35,12 @@ type Scheduler struct {
 
 var _ app.Scheduler = (*Scheduler)(nil)
 
-// NewScheduler returns a scheduler on the Redis opt names, enqueuing in producer spans of tp;
-// attemptTimeout bounds one run of an attempt task. Close releases its connections.
-func NewScheduler(opt asynq.RedisConnOpt, tp trace.TracerProvider, prop propagation.TextMapPropagator, attemptTimeout time.Duration) (*Scheduler, error) {
-	rc, ok := opt.MakeRedisClient().(redis.UniversalClient)
-	if !ok {
-		return nil, fmt.Errorf("payments scheduler: unexpected Redis client type %T", opt.MakeRedisClient())
-	}
-	return &Scheduler{
-		producer: asynqx.NewProducer(asynq.NewClientFromRedisClient(rc), tp, prop), inspector: asynq.NewInspectorFromRedisClient(rc),
-		redis: rc, timeout: attemptTimeout,
-	}, nil
+// NewScheduler returns a scheduler that enqueues with producer (in producer spans of the
+// caller's trace) and reads and marks the queue through rc, the same Redis pool (the service
+// kit's Queue); attemptTimeout bounds one run of an attempt task.
+func NewScheduler(producer *asynqx.Producer, rc redis.UniversalClient, attemptTimeout time.Duration) *Scheduler {
+	return &Scheduler{producer: producer, inspector: asynq.NewInspectorFromRedisClient(rc), redis: rc, timeout: attemptTimeout}
 }
-
-// Producer enqueues through the scheduler's asynq client, for the outbox publisher: one Redis
-// pool serves both.
-func (s *Scheduler) Producer() *asynqx.Producer { return s.producer }
-
-// Close closes the Redis connections.
-func (s *Scheduler) Close() error { return s.redis.Close() }
-
-// Ping checks Redis (readiness).
-func (s *Scheduler) Ping(ctx context.Context) error { return s.redis.Ping(ctx).Err() }
 
 // Schedule implements app.Scheduler. A task of the attempt that asynq archived or kept as
 // completed is replaced; one that is queued, running or waiting for a retry is left as it is

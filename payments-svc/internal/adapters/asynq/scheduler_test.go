@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 
 	"rentalplatform/embedded/testkit"
+	"rentalplatform/libs/asynqx"
 
 	asynqadapter "rentalplatform/payments-svc/internal/adapters/asynq"
 	"rentalplatform/payments-svc/internal/tasks"
@@ -23,11 +24,10 @@ func TestScheduler(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := asynqadapter.NewScheduler(opt, nil, propagation.TraceContext{}, time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	rc := opt.MakeRedisClient().(redis.UniversalClient)
+	client := asynq.NewClientFromRedisClient(rc)
+	t.Cleanup(func() { _ = rc.Close() })
+	s := asynqadapter.NewScheduler(asynqx.NewProducer(client, nil, propagation.TraceContext{}), rc, time.Minute)
 	insp := asynq.NewInspector(opt)
 	t.Cleanup(func() { _ = insp.Close() })
 	ctx := t.Context()
@@ -98,9 +98,9 @@ func TestScheduler(t *testing.T) {
 		t.Fatalf("RunNow of a missing task: %v; want it queued", got)
 	}
 
-	rc := redis.NewClient(mustParse(t, url))
-	t.Cleanup(func() { _ = rc.Close() })
-	if err := rc.FlushDB(ctx).Err(); err != nil {
+	flusher := redis.NewClient(mustParse(t, url))
+	t.Cleanup(func() { _ = flusher.Close() })
+	if err := flusher.FlushDB(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if lost, err := s.Lost(ctx); err != nil || !lost {

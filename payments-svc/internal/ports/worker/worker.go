@@ -44,23 +44,17 @@ func RetryDelay(n int, err error, t *asynq.Task) time.Duration {
 	return asynqx.RetryDelay(n, err, t)
 }
 
-// Reconcile runs the reconciler every interval until ctx ends (and once at once, so a start
-// after Redis lost its data restores the schedule right away), logging what it did.
-func Reconcile(ctx context.Context, svc *app.Service, log *slog.Logger, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
+// Reconcile is the reconciler's job for service.Every: it queues again the attempts Redis lost
+// or that went stale (app.Service.Reconcile) and says how many when there were any.
+func Reconcile(svc *app.Service, log *slog.Logger) func(context.Context) error {
+	return func(ctx context.Context) error {
 		n, err := svc.Reconcile(ctx)
-		switch {
-		case err != nil && ctx.Err() == nil:
-			log.WarnContext(ctx, "reconciling the collection schedule failed", "error", err.Error(), "queued", n)
-		case n > 0:
+		if n > 0 {
 			log.InfoContext(ctx, "reconciled the collection schedule", "queued", n)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
+		if err != nil {
+			return fmt.Errorf("reconciling the collection schedule (%d queued): %w", n, err)
 		}
+		return nil
 	}
 }
