@@ -76,9 +76,8 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		return fail(err)
 	}
 	// The scheduler inspects a task in the way of an attempt it queues (an archived one is
-	// replaced).
-	inspector := asynq.NewInspector(q.Opt)
-	rt.OnClose(func(context.Context) error { return inspector.Close() })
+	// replaced), on the queue's pool.
+	inspector := asynq.NewInspectorFromRedisClient(q.Redis)
 	svc := app.New(app.Deps{
 		Endpoints:  endpoints,
 		Events:     eventStore,
