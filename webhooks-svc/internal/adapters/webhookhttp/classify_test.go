@@ -43,9 +43,7 @@ func TestClassifiesRealFailures(t *testing.T) {
 	// and the response timeout one long enough for the handshake before it.
 	const timeout, short, responseTimeout = 10 * time.Second, 500 * time.Millisecond, 3 * time.Second
 
-	closed := listen(t)
-	closedAddr := closed.Addr().String()
-	closed.Close()
+	closedAddr := closedPort(t)
 
 	var guarded atomic.Bool
 	guardedSrv := httptest.NewTLSServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { guarded.Store(true) }))
@@ -79,6 +77,10 @@ func TestClassifiesRealFailures(t *testing.T) {
 		select {
 		case <-release:
 		case <-r.Context().Done():
+			// The client gave up: answer nothing. Returning would send an implicit 200, which
+			// Go's client has been seen to return in place of its own timeout (1 run in 10
+			// under -race), making a receiver that never answered look like a success.
+			panic(http.ErrAbortHandler)
 		}
 	}))
 	t.Cleanup(slow.Close)
@@ -224,6 +226,26 @@ func listen(t *testing.T) net.Listener {
 	}
 	t.Cleanup(func() { ln.Close() })
 	return ln
+}
+
+// closedPort returns an address on 127.0.0.1 where nothing listens and nothing else can:
+// its port stays bound to a socket that never listens, so a connection is refused (a port
+// merely closed again was taken by another test's server under load, which answered 200).
+func closedPort(t *testing.T) string {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(sa.(*syscall.SockaddrInet4).Port))
 }
 
 func serve(ln net.Listener, handle func(net.Conn)) {
