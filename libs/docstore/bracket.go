@@ -28,7 +28,8 @@ type held[T any] struct {
 
 // Bracket changes a document around work done outside the store, such as a charge that must
 // happen at most once: before marks the document (a claim), work runs with the document as
-// before left it, after records the outcome. It returns the document as stored last.
+// before left it, after records the outcome from work's result. It returns the document as
+// stored last and work's result.
 //
 //   - before fails: its error is returned, nothing is stored, work does not run.
 //   - work fails: before is stored, work's error is returned, after does not run.
@@ -47,7 +48,28 @@ type held[T any] struct {
 // Like Update's function, before and after may be called more than once and must change only
 // the document they are given; on the embedded store before is called once, and after only
 // once work has returned. work runs once (on its own goroutine when the document is held).
-func (c *Collection[T]) Bracket(ctx context.Context, id string, before func(*T) error, work func(context.Context, T) error, after func(*T) error) (T, error) {
+//
+// It is a function rather than a method because work's result is of a type of its own (a
+// method cannot add one); each step gets what the one before it returned, so a caller's steps
+// share no state.
+func Bracket[T, W any](ctx context.Context, c *Collection[T], id string, before func(*T) error,
+	work func(context.Context, T) (W, error), after func(*T, W) error) (T, W, error) {
+	// result is written by work and read by after, which runs only once work has returned
+	// (on the held path, after receiving work's outcome from its goroutine).
+	var result W
+	doc, err := c.bracket(ctx, id, before,
+		func(ctx context.Context, d T) (err error) { result, err = work(ctx, d); return err },
+		func(d *T) error { return after(d, result) })
+	if err != nil {
+		// work may still be running (its before was stored and the write failed): its
+		// result is not read.
+		var zero W
+		return doc, zero, err
+	}
+	return doc, result, nil
+}
+
+func (c *Collection[T]) bracket(ctx context.Context, id string, before func(*T) error, work func(context.Context, T) error, after func(*T) error) (T, error) {
 	if c.strategy.multiProcess() {
 		doc, err := c.Update(ctx, id, before)
 		if err != nil {

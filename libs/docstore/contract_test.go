@@ -881,9 +881,9 @@ func TestBracket(t *testing.T) {
 			return func(a *account) error { a.Owner = "claimed"; a.Raise(ev); return nil }
 		}
 		var sawClaim bool
-		got, err := e.coll.Bracket(ctx, "acc_ok", before(claimed),
-			func(_ context.Context, a account) error { sawClaim = a.Owner == "claimed"; return nil },
-			func(a *account) error { a.Balance = 10; a.Raise(recorded); return nil })
+		got, _, err := docstore.Bracket(ctx, e.coll, "acc_ok", before(claimed),
+			func(_ context.Context, a account) (int, error) { sawClaim = a.Owner == "claimed"; return 10, nil },
+			func(a *account, balance int) error { a.Balance = balance; a.Raise(recorded); return nil })
 		if err != nil || got.Balance != 10 || got.Owner != "claimed" || !sawClaim {
 			t.Fatalf("Bracket = %+v, %v (work saw the claim: %v)", got, err, sawClaim)
 		}
@@ -902,34 +902,34 @@ func TestBracket(t *testing.T) {
 		}
 
 		boom := errors.New("boom")
-		if _, err := e.coll.Bracket(ctx, "acc_work_fails", before(e.event(t, "x")),
-			func(context.Context, account) error { return boom },
-			func(*account) error { t.Error("after ran after work failed"); return nil }); !errors.Is(err, boom) {
+		if _, _, err := docstore.Bracket(ctx, e.coll, "acc_work_fails", before(e.event(t, "x")),
+			func(context.Context, account) (struct{}, error) { return struct{}{}, boom },
+			func(*account, struct{}) error { t.Error("after ran after work failed"); return nil }); !errors.Is(err, boom) {
 			t.Fatalf("work failing: %v", err)
 		}
 		if st := mustStored(t, e, "acc_work_fails"); st.Owner != "claimed" {
 			t.Fatalf("before not stored when work failed: %+v", st)
 		}
 
-		if _, err := e.coll.Bracket(ctx, "acc_before_fails", func(*account) error { return boom },
-			func(context.Context, account) error { t.Error("work ran after before failed"); return nil },
-			func(*account) error { return nil }); !errors.Is(err, boom) {
+		if _, _, err := docstore.Bracket(ctx, e.coll, "acc_before_fails", func(*account) error { return boom },
+			func(context.Context, account) (struct{}, error) { t.Error("work ran after before failed"); return struct{}{}, nil },
+			func(*account, struct{}) error { return nil }); !errors.Is(err, boom) {
 			t.Fatalf("before failing: %v", err)
 		}
 		if st := mustStored(t, e, "acc_before_fails"); st.Version != 1 {
 			t.Fatalf("stored when before failed: %+v", st)
 		}
 
-		if _, err := e.coll.Bracket(ctx, "acc_after_fails", before(e.event(t, "x")),
-			func(context.Context, account) error { return nil },
-			func(a *account) error { a.Balance = 99; return boom }); !errors.Is(err, boom) {
+		if _, _, err := docstore.Bracket(ctx, e.coll, "acc_after_fails", before(e.event(t, "x")),
+			func(context.Context, account) (struct{}, error) { return struct{}{}, nil },
+			func(a *account, _ struct{}) error { a.Balance = 99; return boom }); !errors.Is(err, boom) {
 			t.Fatalf("after failing: %v", err)
 		}
 		if st := mustStored(t, e, "acc_after_fails"); st.Owner != "claimed" || st.Balance != 0 {
 			t.Fatalf("after failing: stored %+v; want before alone", st)
 		}
-		if _, err := e.coll.Bracket(ctx, "acc_missing", func(*account) error { return nil },
-			func(context.Context, account) error { return nil }, func(*account) error { return nil }); !errors.Is(err, errNoAccount) {
+		if _, _, err := docstore.Bracket(ctx, e.coll, "acc_missing", func(*account) error { return nil },
+			func(context.Context, account) (struct{}, error) { return struct{}{}, nil }, func(*account, struct{}) error { return nil }); !errors.Is(err, errNoAccount) {
 			t.Fatalf("Bracket of a missing document: %v", err)
 		}
 	})
@@ -947,9 +947,9 @@ func TestBracketWithLongWork(t *testing.T) {
 		started, release := make(chan struct{}), make(chan struct{})
 		result := make(chan error, 1)
 		go func() {
-			_, err := e.coll.Bracket(ctx, "acc_1", func(a *account) error { a.Owner = "claimed"; return nil },
-				func(context.Context, account) error { close(started); <-release; return nil },
-				func(a *account) error { a.Balance += 10; return nil })
+			_, _, err := docstore.Bracket(ctx, e.coll, "acc_1", func(a *account) error { a.Owner = "claimed"; return nil },
+				func(context.Context, account) (int, error) { close(started); <-release; return 10, nil },
+				func(a *account, add int) error { a.Balance += add; return nil })
 			result <- err
 		}()
 		<-started

@@ -141,14 +141,7 @@ func (c *Collection[T]) attempt(ctx context.Context, id string, batch []*op[T], 
 		return false, err
 	}
 	if !found {
-		for _, o := range batch {
-			var zero T
-			o.doc, o.err = zero, nil
-			if o.fn != nil {
-				o.err = c.notFound(id)
-			}
-		}
-		c.pending.note(id, nil, 0)
+		c.missing(id, batch)
 		return true, nil
 	}
 	if c.pending != nil && !slices.ContainsFunc(batch, func(o *op[T]) bool { return o.fn != nil }) {
@@ -156,31 +149,9 @@ func (c *Collection[T]) attempt(ctx context.Context, id string, batch []*op[T], 
 			return err == nil, err
 		}
 	}
-	doc, err := c.decode(raw)
+	doc, base, last, raised, err := c.applyBatch(id, raw, batch)
 	if err != nil {
 		return false, err
-	}
-	base, err := bson.Marshal(&doc)
-	if err != nil {
-		return false, fmt.Errorf("encode %s %s: %w", c.coll.Name(), id, err)
-	}
-	// Each op is applied to the result of the ones before; one that fails is undone by going
-	// back to the encoding taken after the last one that succeeded.
-	last := base
-	var raised []outbox.Doc
-	for _, o := range batch {
-		var zero T
-		o.doc, o.err = zero, nil
-		if err := c.applyOne(&doc, o, id, &raised); err != nil {
-			o.err = err
-			if doc, err = c.decode(last); err != nil {
-				return false, err
-			}
-			continue
-		}
-		if last, err = bson.Marshal(&doc); err != nil {
-			return false, fmt.Errorf("encode %s %s: %w", c.coll.Name(), id, err)
-		}
 	}
 	if !fresh && c.cache != nil && slices.ContainsFunc(batch, func(o *op[T]) bool { return o.err != nil }) {
 		// A function refused the copy from the cache, which may be stale (another process's
@@ -191,22 +162,62 @@ func (c *Collection[T]) attempt(ctx context.Context, id string, batch []*op[T], 
 		c.results(batch, doc, last)
 		return true, nil
 	}
+	return c.write(ctx, id, &doc, last, raised, batch)
+}
 
-	m := metaOf(&doc)
-	box := c.compact(m)
-	if len(box) == 0 {
-		m.OutboxSince, m.OutboxStamp = nil, 0
-	}
-	if len(raised) > 0 {
-		if len(box) == 0 {
-			m.OutboxSince = TimePtr(c.opts.Now())
+// missing sets the outcome of a batch whose document does not exist: its changes fail with the
+// collection's NotFound error, its clears have nothing left to do.
+func (c *Collection[T]) missing(id string, batch []*op[T]) {
+	for _, o := range batch {
+		var zero T
+		o.doc, o.err = zero, nil
+		if o.fn != nil {
+			o.err = c.notFound(id)
 		}
-		if m.OutboxStamp, err = c.pending.stamp(ctx); err != nil {
-			return false, err
-		}
-		defer c.pending.done(m.OutboxStamp)
 	}
-	m.Outbox = append(box, raised...)
+	c.pending.note(id, nil, 0)
+}
+
+// applyBatch applies each op of batch to the result of the ones before, and returns the
+// document, its encoding as read (base) and after the last op that succeeded, and the events
+// the ops raised. An op that fails is undone by going back to the encoding after the last one
+// that succeeded, and keeps its error.
+func (c *Collection[T]) applyBatch(id string, raw bson.Raw, batch []*op[T]) (doc T, base, last []byte, raised []outbox.Doc, err error) {
+	if doc, err = c.decode(raw); err != nil {
+		return doc, nil, nil, nil, err
+	}
+	if base, err = bson.Marshal(&doc); err != nil {
+		return doc, nil, nil, nil, fmt.Errorf("encode %s %s: %w", c.coll.Name(), id, err)
+	}
+	last = base
+	for _, o := range batch {
+		var zero T
+		o.doc, o.err = zero, nil
+		if err := c.applyOne(&doc, o, id, &raised); err != nil {
+			o.err = err
+			if doc, err = c.decode(last); err != nil {
+				return doc, nil, nil, nil, err
+			}
+			continue
+		}
+		if last, err = bson.Marshal(&doc); err != nil {
+			return doc, nil, nil, nil, fmt.Errorf("encode %s %s: %w", c.coll.Name(), id, err)
+		}
+	}
+	return doc, base, last, raised, nil
+}
+
+// write stores the document a batch changed (encoded as applied), with the events it raised
+// added to its outbox, on condition of the version read; a deleted document whose outbox is
+// empty is removed instead. It sets the batch's outcomes and hands the events to the relay
+// once stored.
+func (c *Collection[T]) write(ctx context.Context, id string, doc *T, applied []byte, raised []outbox.Doc, batch []*op[T]) (landed bool, err error) {
+	m := metaOf(doc)
+	release, err := c.fillOutbox(ctx, m, raised)
+	if err != nil {
+		return false, err
+	}
+	defer release()
 	version := m.Version
 	if m.Deleted && len(m.Outbox) == 0 {
 		if landed, err = c.w.remove(ctx, id, version); err != nil || !landed {
@@ -214,11 +225,11 @@ func (c *Collection[T]) attempt(ctx context.Context, id string, batch []*op[T], 
 		}
 		c.forget(id)
 		c.pending.note(id, nil, 0)
-		c.results(batch, doc, last)
+		c.results(batch, *doc, applied)
 		return true, nil
 	}
 	m.Version = version + 1
-	final, err := bson.Marshal(&doc)
+	final, err := bson.Marshal(doc)
 	if err != nil {
 		return false, fmt.Errorf("encode %s %s: %w", c.coll.Name(), id, err)
 	}
@@ -227,9 +238,32 @@ func (c *Collection[T]) attempt(ctx context.Context, id string, batch []*op[T], 
 	}
 	c.remember(id, final)
 	c.pending.note(id, m.OutboxSince, m.OutboxStamp)
-	c.results(batch, doc, final)
+	c.results(batch, *doc, final)
 	c.dispatch(ctx, id, raised)
 	return true, nil
+}
+
+// fillOutbox sets the document's outbox to its entries not yet published and the raised ones,
+// with the time its oldest entry waits since and, when it raised any, a stamp of the pending
+// set's, which release gives back once the write is done.
+func (c *Collection[T]) fillOutbox(ctx context.Context, m *Meta, raised []outbox.Doc) (release func(), err error) {
+	box := c.compact(m)
+	if len(box) == 0 {
+		m.OutboxSince, m.OutboxStamp = nil, 0
+	}
+	release = func() {}
+	if len(raised) > 0 {
+		if len(box) == 0 {
+			m.OutboxSince = TimePtr(c.opts.Now())
+		}
+		if m.OutboxStamp, err = c.pending.stamp(ctx); err != nil {
+			return nil, err
+		}
+		stamp := m.OutboxStamp
+		release = func() { c.pending.done(stamp) }
+	}
+	m.Outbox = append(box, raised...)
+	return release, nil
 }
 
 // compact returns the document's outbox without the entries known to be published: those

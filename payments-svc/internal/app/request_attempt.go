@@ -51,109 +51,23 @@ func (s *Service) RunAttempt(ctx context.Context, id string, n int) error {
 	if err != nil {
 		return fmt.Errorf("attempt %d of %s: agreement: %w", n, id, err)
 	}
-	loaded, token := r, newToken()
+	run := attempt{s: s, id: id, n: n, token: newToken(), agreement: a, methods: a.UsableMethods()}
 	// The claim, the charges and the record, as one change of the store's (Attempt): the
 	// claim is stored before anything is charged, unless the store holds the request while the
 	// charges run (then a crash stores nothing, and the attempt runs again under the same
-	// idempotency keys). phase says which step an error comes from.
-	var (
-		phase     string
-		cancelled bool
-		tries     []domain.Try
-		hard      []domain.Try
-		outcome   domain.Outcome
-	)
-	methods := a.UsableMethods()
-	claim := func(r *domain.Request) error {
-		phase, cancelled = "claim", false
-		if !a.Active() && r.Status().Open() && !r.Claimed() {
-			changed, err := r.Cancel(domain.StopAgreementCancelled, s.Now())
-			if err != nil || !changed {
-				return err
-			}
-			cancelled = true
-			return s.emitRequest(r, eventtype.PaymentRequestCancelled, nil)
-		}
-		started, err := r.ClaimAttempt(n, token, s.Now(), s.cfg.ClaimTTL)
-		if err != nil || !started {
-			return err
-		}
-		return s.emitRequest(r, eventtype.PaymentRequestProcessing, nil)
-	}
-	charge := func(ctx context.Context, r *domain.Request) error {
-		phase, tries, hard = "charge", nil, nil
-		if cancelled {
-			return nil
-		}
-		proc := s.processor(r.Livemode())
-		if proc == nil {
-			return fmt.Errorf("attempt %d of %s: no processor for livemode=%t", n, id, r.Livemode())
-		}
-		for _, m := range methods {
-			res, err := proc.Charge(ctx, Charge{
-				IdempotencyKey: id + ":" + strconv.Itoa(n) + ":" + m.ID,
-				Request:        id, Attempt: n, Method: m.ID, Type: m.Type, Token: m.Token,
-				Amount: r.Amount(), Currency: r.Currency(),
-			})
-			if err != nil {
-				// The outcome is unknown: keep the claim, so nothing else touches the
-				// request, and run the attempt again once it is stale; the charges made so
-				// far are answered from their idempotency keys then.
-				return fmt.Errorf("attempt %d of %s: charge %s: %w", n, id, m.ID, err)
-			}
-			t := domain.Try{ID: s.IDs.New(ids.Charge), Attempt: n, Method: m.ID, Succeeded: res.Succeeded, FailureCode: res.FailureCode, At: s.Now()}
-			tries = append(tries, t)
-			if res.Succeeded {
-				break
-			}
-			if res.Hard {
-				hard = append(hard, t)
-			}
-		}
-		return nil
-	}
-	record := func(r *domain.Request) error {
-		phase = "record"
-		if cancelled {
-			return nil
-		}
-		var err error
-		if outcome, err = r.Record(n, token, tries, len(hard) < len(methods)); err != nil {
-			return err
-		}
-		// The charges' events, then the request's, all stored by the write that records the
-		// outcome: none is raised for a charge whose record is lost.
-		for _, t := range tries {
-			if err := s.emitCharge(r, t); err != nil {
-				return err
-			}
-		}
-		return s.emitRequest(r, requestEvent[outcome], nil)
-	}
-	r, err = s.Requests.Attempt(ctx, id, claim, charge, record)
+	// idempotency keys).
+	r, charged, err := s.Requests.Attempt(ctx, id, run.claim, run.charge, run.record)
 	switch {
-	case err == nil:
-	case phase == "charge":
-		return err
-	case phase == "record" && errors.Is(err, domain.ErrAttemptObsolete):
-		return nil // another run took the attempt over and records the same outcome
-	case phase == "record":
-		return fmt.Errorf("attempt %d of %s: record: %w", n, id, err)
-	case errors.Is(err, domain.ErrAttemptObsolete):
+	case errors.Is(err, errNotCharged), errors.Is(err, domain.ErrAttemptObsolete):
+		// Cancelled with its agreement, or a duplicate or late task, or another run took the
+		// attempt over and records the same outcome.
 		return nil
-	case errors.Is(err, domain.ErrAttemptNotDue):
-		_, due := loaded.Scheduled()
-		return &RetryAt{At: due, Reason: fmt.Sprintf("attempt %d of %s is not due yet", n, id)}
-	case errors.Is(err, domain.ErrAttemptInProgress):
-		return &RetryAt{At: loaded.ClaimedAt().Add(s.cfg.ClaimTTL), Reason: fmt.Sprintf("attempt %d of %s is being run elsewhere", n, id)}
-	default:
-		return fmt.Errorf("attempt %d of %s: claim: %w", n, id, err)
+	case err != nil:
+		return fmt.Errorf("attempt %d of %s: %w", n, id, err)
 	}
-	if cancelled {
-		return nil
-	}
+	outcome := domain.OutcomeOf(r)
 	s.Outcomes.AttemptRecorded(ctx, outcome)
-	if err := s.failMethods(ctx, a.ID(), hard); err != nil {
+	if err := s.failMethods(ctx, a.ID(), charged.Hard); err != nil {
 		return fmt.Errorf("attempt %d of %s: %w", n, id, err)
 	}
 	if outcome == domain.OutcomeRetrying {
@@ -165,6 +79,103 @@ func (s *Service) RunAttempt(ctx context.Context, id string, n int) error {
 		}
 	}
 	return nil
+}
+
+// errNotCharged ends an attempt at its claim: the request was cancelled with its agreement.
+var errNotCharged = errors.New("the request was cancelled with its agreement, not charged")
+
+// attempt is one run of attempt n of a request, as three steps the store runs in order
+// (Requests.Attempt): claim, charge and record. Each gets what the one before it stored or
+// returned; what they share is fixed before the first runs.
+type attempt struct {
+	s         *Service
+	id        string
+	n         int
+	token     string // the claim's: a record under another token is another run's
+	agreement *domain.Agreement
+	methods   []domain.Method // the agreement's usable methods, in order
+}
+
+// claim marks the request as charging under the run's token (payment_request.processing when
+// it was pending), or cancels it instead when its agreement was cancelled. An attempt that is
+// not due, or is claimed by a run still fresh, is a *RetryAt for when it can run.
+func (a attempt) claim(r *domain.Request) error {
+	if !a.agreement.Active() && r.Status().Open() && !r.Claimed() {
+		changed, err := r.Cancel(domain.StopAgreementCancelled, a.s.Now())
+		if err != nil || !changed {
+			return err
+		}
+		return a.s.emitRequest(r, eventtype.PaymentRequestCancelled, nil)
+	}
+	started, err := r.ClaimAttempt(a.n, a.token, a.s.Now(), a.s.cfg.ClaimTTL)
+	switch {
+	case errors.Is(err, domain.ErrAttemptNotDue):
+		_, due := r.Scheduled()
+		return &RetryAt{At: due, Reason: "not due yet"}
+	case errors.Is(err, domain.ErrAttemptInProgress):
+		return &RetryAt{At: r.ClaimedAt().Add(a.s.cfg.ClaimTTL), Reason: "being run elsewhere"}
+	case errors.Is(err, domain.ErrAttemptObsolete):
+		return err
+	case err != nil:
+		return fmt.Errorf("claim: %w", err)
+	case !started:
+		return nil
+	}
+	return a.s.emitRequest(r, eventtype.PaymentRequestProcessing, nil)
+}
+
+// charge charges the usable methods in order until one succeeds. A request the claim cancelled
+// is not charged (errNotCharged: the cancel is stored, nothing is recorded).
+func (a attempt) charge(ctx context.Context, r *domain.Request) (domain.Charged, error) {
+	if !r.Claimed() {
+		return domain.Charged{}, errNotCharged
+	}
+	proc := a.s.processor(r.Livemode())
+	if proc == nil {
+		return domain.Charged{}, fmt.Errorf("no processor for livemode=%t", r.Livemode())
+	}
+	var c domain.Charged
+	for _, m := range a.methods {
+		res, err := proc.Charge(ctx, Charge{
+			IdempotencyKey: a.id + ":" + strconv.Itoa(a.n) + ":" + m.ID,
+			Request:        a.id, Attempt: a.n, Method: m.ID, Type: m.Type, Token: m.Token,
+			Amount: r.Amount(), Currency: r.Currency(),
+		})
+		if err != nil {
+			// The outcome is unknown: keep the claim, so nothing else touches the request, and
+			// run the attempt again once it is stale; the charges made so far are answered
+			// from their idempotency keys then.
+			return domain.Charged{}, fmt.Errorf("charge %s: %w", m.ID, err)
+		}
+		t := domain.Try{ID: a.s.IDs.New(ids.Charge), Attempt: a.n, Method: m.ID, Succeeded: res.Succeeded, FailureCode: res.FailureCode, At: a.s.Now()}
+		c.Tries = append(c.Tries, t)
+		if res.Succeeded {
+			break
+		}
+		if res.Hard {
+			c.Hard = append(c.Hard, t)
+		}
+	}
+	return c, nil
+}
+
+// record stores the attempt's outcome with its charges. The charges' events, then the
+// request's, are all stored by the write that records the outcome: none is raised for a charge
+// whose record is lost.
+func (a attempt) record(r *domain.Request, c domain.Charged) error {
+	outcome, err := r.Record(a.n, a.token, c.Tries, len(c.Hard) < len(a.methods))
+	if errors.Is(err, domain.ErrAttemptObsolete) {
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("record: %w", err)
+	}
+	for _, t := range c.Tries {
+		if err := a.s.emitCharge(r, t); err != nil {
+			return err
+		}
+	}
+	return a.s.emitRequest(r, requestEvent[outcome], nil)
 }
 
 // failMethods marks the methods that were hard-declined as failed on the agreement

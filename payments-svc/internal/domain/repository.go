@@ -49,12 +49,14 @@ type RequestRepository interface {
 	Update(ctx context.Context, id, account string, livemode bool, fn func(*Request) error) (*Request, error)
 	// Attempt is the engine's change around a charge: claim (stored before charge runs, so
 	// nothing else changes the request meanwhile), charge, with the request as claimed, then
-	// record. claim failing stores nothing and charge does not run; charge failing leaves the
-	// claim stored; record failing returns its error with the claim stored. A store may keep
-	// the claim back while charge runs, holding the request against every other writer, and
-	// store claim and record together when charge is quick: a crash then stores neither, and
-	// the attempt runs again (charge must be idempotent). It returns the request as changed last.
-	Attempt(ctx context.Context, id string, claim func(*Request) error, charge func(context.Context, *Request) error, record func(*Request) error) (*Request, error)
+	// record what charge returned. claim failing stores nothing and charge does not run;
+	// charge failing leaves the claim stored; record failing returns its error with the claim
+	// stored. A store may keep the claim back while charge runs, holding the request against
+	// every other writer, and store claim and record together when charge is quick: a crash
+	// then stores neither, and the attempt runs again (charge must be idempotent). It returns
+	// the request as changed last and what charge returned.
+	Attempt(ctx context.Context, id string, claim func(*Request) error,
+		charge func(context.Context, *Request) (Charged, error), record func(*Request, Charged) error) (*Request, Charged, error)
 	List(ctx context.Context, account string, livemode bool, f RequestFilter, p listing.Params) ([]*Request, bool, error)
 	// OpenFor returns the pending and processing requests of an agreement.
 	OpenFor(ctx context.Context, agreement string) ([]*Request, error)

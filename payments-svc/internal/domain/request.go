@@ -78,6 +78,13 @@ type Try struct {
 	At          time.Time
 }
 
+// Charged is what an attempt's charges did: the methods tried, in order, and those of them
+// declined for good (Hard), which the agreement stops offering.
+type Charged struct {
+	Tries []Try
+	Hard  []Try
+}
+
 // Claim marks the attempt that is charging the request. Nothing else changes the request while
 // a claim is fresh, so it can never be both charged and cancelled; a claim older than the
 // attempt timeout belongs to a worker that died, and the next run of the same attempt takes
@@ -254,6 +261,19 @@ const (
 	OutcomeRetrying
 	OutcomeFailed
 )
+
+// OutcomeOf is the outcome of the attempt recorded last on r: succeeded or failed once closed
+// by it, retrying while open.
+func OutcomeOf(r *Request) Outcome {
+	switch r.status {
+	case StatusSucceeded:
+		return OutcomeSucceeded
+	case StatusFailed:
+		return OutcomeFailed
+	default:
+		return OutcomeRetrying
+	}
+}
 
 // Record stores what attempt n (claimed under token) did: the methods it tried, in order. A
 // success closes the request as succeeded; a failure schedules the next attempt, or fails the

@@ -136,6 +136,16 @@ func (d *requestDoc) set(r *domain.Request) {
 	d.Raise(r.NewEvents()...)
 }
 
+// change applies fn to the request d holds and stores the result in d.
+func (d *requestDoc) change(fn func(*domain.Request) error) error {
+	q := d.request()
+	if err := fn(q); err != nil {
+		return err
+	}
+	d.set(q)
+	return nil
+}
+
 func (d requestDoc) request() *domain.Request {
 	tries := make([]domain.Try, len(d.Tries))
 	for i, t := range d.Tries {
@@ -206,21 +216,15 @@ func (r *Requests) Update(ctx context.Context, id, account string, livemode bool
 
 // Attempt implements domain.RequestRepository (docstore's Bracket).
 func (r *Requests) Attempt(ctx context.Context, id string, claim func(*domain.Request) error,
-	charge func(context.Context, *domain.Request) error, record func(*domain.Request) error) (*domain.Request, error) {
-	var out *domain.Request
-	step := func(fn func(*domain.Request) error) func(*requestDoc) error {
-		return func(d *requestDoc) error {
-			q := d.request()
-			if err := fn(q); err != nil {
-				return err
-			}
-			out = q
-			d.set(q)
-			return nil
-		}
-	}
-	_, err := r.docs.Bracket(ctx, id, step(claim), func(ctx context.Context, d requestDoc) error { return charge(ctx, d.request()) }, step(record))
-	return out, err
+	charge func(context.Context, *domain.Request) (domain.Charged, error),
+	record func(*domain.Request, domain.Charged) error) (*domain.Request, domain.Charged, error) {
+	d, c, err := docstore.Bracket(ctx, r.docs, id,
+		func(d *requestDoc) error { return d.change(claim) },
+		func(ctx context.Context, d requestDoc) (domain.Charged, error) { return charge(ctx, d.request()) },
+		func(d *requestDoc, c domain.Charged) error {
+			return d.change(func(q *domain.Request) error { return record(q, c) })
+		})
+	return d.request(), c, err
 }
 
 // List implements domain.RequestRepository.
