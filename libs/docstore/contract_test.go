@@ -912,7 +912,10 @@ func TestBracket(t *testing.T) {
 		}
 
 		if _, _, err := docstore.Bracket(ctx, e.coll, "acc_before_fails", func(*account) error { return boom },
-			func(context.Context, account) (struct{}, error) { t.Error("work ran after before failed"); return struct{}{}, nil },
+			func(context.Context, account) (struct{}, error) {
+				t.Error("work ran after before failed")
+				return struct{}{}, nil
+			},
 			func(*account, struct{}) error { return nil }); !errors.Is(err, boom) {
 			t.Fatalf("before failing: %v", err)
 		}
