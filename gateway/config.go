@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -11,30 +10,23 @@ import (
 	"rentalplatform/gateway/internal/app"
 	"rentalplatform/gateway/internal/domain"
 	"rentalplatform/libs/config"
-	"rentalplatform/libs/telemetry"
 )
 
 // minAdminTokenLen keeps the admin token out of guessing range.
 const minAdminTokenLen = 16
 
-// Config is the gateway's configuration, read once from the environment.
+// Config is the gateway's configuration, read once from the environment. Its Base is the
+// settings every process shares, with the gateway's names and defaults: HTTPAddr is the public
+// listener (GATEWAY_ADDR), and METRICS_ADDR defaults beside the admin listener.
 type Config struct {
-	PublicAddr         string // GATEWAY_ADDR
-	AdminAddr          string // ADMIN_ADDR
-	AdminToken         string // ADMIN_TOKEN
-	MongoURI           string
-	MongoDatabase      string
-	RedisURL           string
-	InternalAuthSecret []byte
-	Upstreams          UpstreamURLs
-	UpstreamTimeout    time.Duration
-	BodyLimit          int
-	UploadBodyLimit    int
-	LogLevel           slog.Level
-	ShutdownTimeout    time.Duration
-	// MetricsAddr serves GET /metrics (METRICS_ADDR; by default beside the admin listener).
-	MetricsAddr string
-	Telemetry   telemetry.Config
+	config.Base
+	AdminAddr       string // ADMIN_ADDR
+	AdminToken      string // ADMIN_TOKEN
+	RedisURL        string
+	Upstreams       UpstreamURLs
+	UpstreamTimeout time.Duration
+	BodyLimit       int
+	UploadBodyLimit int
 
 	// Requests per second of each account in each mode (0: unlimited), and failed
 	// authentications per minute of one client address (0: unlimited).
@@ -65,13 +57,9 @@ const defaultPublicAddr = "127.0.0.1:8080"
 func loadConfig(getenv func(string) string) (Config, error) {
 	r := config.NewReader(getenv)
 	c := Config{
-		PublicAddr:         r.String("GATEWAY_ADDR", defaultPublicAddr),
-		AdminAddr:          r.String("ADMIN_ADDR", "127.0.0.1:8081"),
-		AdminToken:         r.Required("ADMIN_TOKEN"),
-		MongoURI:           r.String("MONGODB_URI", "mongodb://127.0.0.1:27017"),
-		MongoDatabase:      r.String("MONGODB_DATABASE", "gateway"),
-		RedisURL:           r.String("REDIS_URL", "redis://127.0.0.1:6379/0"),
-		InternalAuthSecret: r.Secret("INTERNAL_AUTH_SECRET"),
+		AdminAddr:  r.String("ADMIN_ADDR", "127.0.0.1:8081"),
+		AdminToken: r.Required("ADMIN_TOKEN"),
+		RedisURL:   r.String("REDIS_URL", "redis://127.0.0.1:6379/0"),
 		Upstreams: UpstreamURLs{
 			Verification: r.String("VERIFICATION_URL", "http://127.0.0.1:8091"),
 			Collections:  r.String("COLLECTIONS_URL", "http://127.0.0.1:8092"),
@@ -83,9 +71,6 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		// collections-svc's largest upload: a 25 MiB file and 1 MiB of form around it. The gateway
 		// refuses a longer body itself instead of streaming it to the service's 413.
 		UploadBodyLimit: r.Bytes("UPLOAD_BODY_LIMIT", 26<<20),
-		LogLevel:        r.LogLevel("LOG_LEVEL"),
-		ShutdownTimeout: r.Duration("SHUTDOWN_TIMEOUT", 10*time.Second),
-		Telemetry:       r.Telemetry(),
 
 		RateLimitLive:      r.Int("GATEWAY_RATE_LIMIT_LIVE", 100, 0, domain.MaxRateLimit),
 		RateLimitTest:      r.Int("GATEWAY_RATE_LIMIT_TEST", 25, 0, domain.MaxRateLimit),
@@ -95,9 +80,11 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		IdempotencyLockTTL: r.Duration("GATEWAY_IDEMPOTENCY_LOCK_TTL", app.DefaultIdempotencyLockTTL),
 		KeyCacheTTL:        r.Duration("GATEWAY_KEY_CACHE_TTL", app.DefaultCacheTTL),
 	}
-	// Derived from the admin listener, never the public one: the metrics must stay internal.
-	c.MetricsAddr = r.MetricsAddr(c.AdminAddr)
-	errs := []error{r.Err()}
+	// Metrics beside the admin listener, never the public one: they must stay internal.
+	base, baseErr := config.LoadBase(getenv, config.Defaults{HTTPAddr: defaultPublicAddr, MongoDatabase: "gateway",
+		AddrVariable: "GATEWAY_ADDR", MetricsBeside: c.AdminAddr})
+	c.Base = base
+	errs := []error{baseErr, r.Err()}
 	if c.AdminToken != "" && len(c.AdminToken) < minAdminTokenLen {
 		errs = append(errs, fmt.Errorf("ADMIN_TOKEN must be at least %d characters", minAdminTokenLen))
 	}

@@ -3,6 +3,7 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,8 +20,10 @@ import (
 // Getenv looks up a variable; os.Getenv in production, a map in tests.
 type Getenv func(string) string
 
-// Base holds the settings of every service.
+// Base holds the settings every process shares: the four services and the gateway.
 type Base struct {
+	// HTTPAddr is the process's main listener: a service's (HTTP_ADDR), the gateway's public
+	// one (GATEWAY_ADDR).
 	HTTPAddr           string
 	MongoURI           string
 	MongoDatabase      string
@@ -32,10 +35,15 @@ type Base struct {
 	Telemetry   telemetry.Config
 }
 
-// Defaults are the per-service defaults of Base.
+// Defaults are the per-process defaults of Base.
 type Defaults struct {
 	HTTPAddr      string
 	MongoDatabase string
+	// AddrVariable names the variable of HTTPAddr: HTTP_ADDR when empty (every service).
+	AddrVariable string
+	// MetricsBeside is the listener METRICS_ADDR defaults beside: HTTPAddr when empty. The
+	// gateway's is its admin listener, so that its metrics are never on the public one.
+	MetricsBeside string
 }
 
 // Reader parses variables and collects every problem, so a misconfigured process reports all
@@ -235,11 +243,11 @@ func (r *Reader) MetricsAddr(listener string) string {
 	return net.JoinHostPort(host, strconv.Itoa(n+1000))
 }
 
-// LoadBase reads the settings every service shares.
+// LoadBase reads the settings every process shares.
 func LoadBase(getenv Getenv, d Defaults) (Base, error) {
 	r := NewReader(getenv)
 	b := Base{
-		HTTPAddr:           r.String("HTTP_ADDR", d.HTTPAddr),
+		HTTPAddr:           r.String(cmp.Or(d.AddrVariable, "HTTP_ADDR"), d.HTTPAddr),
 		MongoURI:           r.String("MONGODB_URI", "mongodb://127.0.0.1:27017"),
 		MongoDatabase:      r.String("MONGODB_DATABASE", d.MongoDatabase),
 		InternalAuthSecret: r.Secret("INTERNAL_AUTH_SECRET"),
@@ -247,7 +255,7 @@ func LoadBase(getenv Getenv, d Defaults) (Base, error) {
 		ShutdownTimeout:    r.Duration("SHUTDOWN_TIMEOUT", 10*time.Second),
 		Telemetry:          r.Telemetry(),
 	}
-	b.MetricsAddr = r.MetricsAddr(b.HTTPAddr)
+	b.MetricsAddr = r.MetricsAddr(cmp.Or(d.MetricsBeside, b.HTTPAddr))
 	return b, r.Err()
 }
 

@@ -110,14 +110,14 @@ func (rt *Runtime) Work(q *Queue, queue string, concurrency int, register func(*
 // Go runs fn in the background until shutdown: fn's context ends, and shutdown waits for fn to
 // return, before the connections registered earlier are closed (closers run last-registered
 // first).
-func (rt *Runtime) Go(fn func(ctx context.Context)) {
-	if rt.bg == nil {
+func (p *Process) Go(fn func(ctx context.Context)) {
+	if p.bg == nil {
 		ctx, stop := context.WithCancel(context.Background())
-		rt.bg = &background{ctx: ctx}
-		bg := rt.bg
-		rt.OnClose(func(context.Context) error { stop(); bg.wg.Wait(); return nil })
+		p.bg = &background{ctx: ctx}
+		bg := p.bg
+		p.OnClose(func(context.Context) error { stop(); bg.wg.Wait(); return nil })
 	}
-	rt.bg.wg.Go(func() { fn(rt.bg.ctx) })
+	p.bg.wg.Go(func() { fn(p.bg.ctx) })
 }
 
 // background is the runtime's background loops.

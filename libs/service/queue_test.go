@@ -11,7 +11,7 @@ import (
 // Background loops end, and shutdown waits for them, before the connections registered
 // earlier close: a loop never runs against a closed store or queue.
 func TestGoStopsBeforeEarlierClosers(t *testing.T) {
-	rt := &Runtime{Name: "test"}
+	rt := &Process{Name: "test"}
 	rt.cfg.ShutdownTimeout = time.Second
 	var mu sync.Mutex
 	var order []string

@@ -1,9 +1,13 @@
-// Package service assembles the runtime every service process shares — JSON logger, tracing and
-// metrics (with their own listener), the MongoDB database, the Fiber app with gateway identity
-// and health checks, asynq workers and background loops — so each
-// service's run() only composes what is its own: adapters, use cases and routes. A Spec
-// describes one service (name, default address and database); Spec.Run is the whole run() of a
-// service that reads only the shared settings.
+// Package service assembles what every process of the platform shares, so that each one's
+// run() composes only what is its own (adapters, use cases and routes):
+//
+//   - Open starts a Process: the JSON logger, tracing and metrics (served on their own
+//     listener), the MongoDB database, shutdown steps, background loops and listeners. The
+//     gateway, which builds its own public and admin apps, uses it as it is.
+//   - Start starts a service's Runtime: a Process with the Fiber app that verifies the gateway's
+//     identity, health checks, and the asynq queue and workers (ConnectQueue, Work).
+//
+// A Spec names one service and its defaults of the shared settings.
 package service
 
 import (
@@ -29,22 +33,108 @@ import (
 // pointed at an unreachable server fails with a message instead of hanging.
 const openTimeout = 30 * time.Second
 
-// Runtime is a started service process.
-type Runtime struct {
+// Process is a started process of the platform: what the gateway and every service share.
+type Process struct {
 	Name string
 	Log  *slog.Logger
 	Tel  *telemetry.Telemetry
-	// Store is the service's database, opened with the strategy its server needs.
+	// Store is the process's database, opened with the strategy its server needs.
 	Store *docstore.DB
+
+	cfg       config.Base
+	logOut    *config.LogWriter // Log's output, flushed by Close
+	closers   []func(context.Context) error
+	bg        *background // nil until Go is first called
+	listeners []listener
+}
+
+// listener is an app Serve serves, on its address, under its name (in logs and the line that
+// gives the bound port).
+type listener struct {
+	name, addr string
+	app        *fiber.App
+}
+
+// Open starts the parts every process shares from the shared configuration. On error nothing
+// is left open.
+func Open(ctx context.Context, name string, cfg config.Base, stdout io.Writer) (*Process, error) {
+	logOut := config.NewLogWriter(stdout)
+	p := &Process{Name: name, cfg: cfg, Log: config.Logger(logOut, name, cfg.LogLevel), logOut: logOut}
+	tc := cfg.Telemetry
+	if tc.ServiceName == "" {
+		tc.ServiceName = name
+	}
+	var err error
+	if p.Tel, err = telemetry.Setup(ctx, tc); err != nil {
+		return nil, fmt.Errorf("%s telemetry: %w", name, err)
+	}
+	p.OnClose(p.Tel.Shutdown)
+	client, db, err := mongox.Connect(mongox.Config{URI: cfg.MongoURI, Database: cfg.MongoDatabase,
+		AppName: name, TracerProvider: p.Tel.TracerProvider})
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("%s: %w", name, err), p.Close())
+	}
+	p.OnClose(client.Disconnect)
+	openCtx, cancel := context.WithTimeout(ctx, openTimeout)
+	p.Store, err = docstore.Open(openCtx, db)
+	cancel()
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("%s: %w", name, err), p.Close())
+	}
+	return p, nil
+}
+
+// PingStore checks that MongoDB answers: a readiness check.
+func (p *Process) PingStore(ctx context.Context) error { return mongox.Ping(ctx, p.Store.Database()) }
+
+// OnClose registers a shutdown step; steps run in reverse order of registration.
+func (p *Process) OnClose(fn func(context.Context) error) { p.closers = append(p.closers, fn) }
+
+// Listen has Serve serve app on addr, as the listener called name.
+func (p *Process) Listen(name, addr string, app *fiber.App) {
+	p.listeners = append(p.listeners, listener{name: name, addr: addr, app: app})
+}
+
+// Serve serves every listener and the metrics (on METRICS_ADDR) until ctx ends, or until one
+// listener fails, which stops the others; it shuts them down gracefully and then runs the
+// steps registered with OnClose (background loops end first, see Go).
+func (p *Process) Serve(ctx context.Context) error {
+	g, gctx := errgroup.WithContext(ctx)
+	for _, l := range append(p.listeners, listener{"metrics", p.cfg.MetricsAddr, fiberx.MetricsApp(p.Tel.Metrics)}) {
+		g.Go(func() error { return fiberx.Serve(gctx, l.app, l.addr, l.name, p.cfg.ShutdownTimeout, p.Log) })
+	}
+	err := errors.Join(g.Wait(), p.Close())
+	p.Log.Info("stopped")
+	p.logOut.Flush()
+	return err
+}
+
+// Close runs the shutdown steps, each with its own deadline (the serving ctx has ended by
+// then), and returns every error met.
+func (p *Process) Close() error {
+	var errs []error
+	for i := len(p.closers) - 1; i >= 0; i-- {
+		ctx, cancel := context.WithTimeout(context.Background(), p.cfg.ShutdownTimeout)
+		if err := p.closers[i](ctx); err != nil {
+			errs = append(errs, fmt.Errorf("%s shutdown: %w", p.Name, err))
+		}
+		cancel()
+	}
+	p.closers = nil
+	if p.logOut != nil {
+		p.logOut.Flush() // the lines of the shutdown too
+	}
+	return errors.Join(errs...)
+}
+
+// Runtime is a started service: its Process, and the app that serves its routes.
+type Runtime struct {
+	*Process
 	// App serves the service's routes; every route but /healthz and /readyz requires a valid
 	// gateway identity.
 	App *fiber.App
 
-	cfg     config.Base
-	logOut  *config.LogWriter // Log's output, flushed by Close
-	checks  []fiberx.Check
-	closers []func(context.Context) error
-	bg      *background // nil until Go is first called
+	checks []fiberx.Check
 }
 
 // Option changes how Start builds the runtime.
@@ -57,39 +147,22 @@ func WithStreamedBodies(stream func(*fiber.Ctx) bool) Option {
 	return func(c *fiberx.Config) { c.StreamBody = stream }
 }
 
-// Start builds the runtime from the shared configuration. On error nothing is left open.
+// Start starts a service from the shared configuration: its Process, and an app that serves
+// on HTTP_ADDR once Serve is called. On error nothing is left open.
 func Start(ctx context.Context, name string, cfg config.Base, stdout io.Writer, opts ...Option) (*Runtime, error) {
-	logOut := config.NewLogWriter(stdout)
-	rt := &Runtime{Name: name, cfg: cfg, Log: config.Logger(logOut, name, cfg.LogLevel), logOut: logOut}
 	signer, err := identity.NewSigner(cfg.InternalAuthSecret, nil)
 	if err != nil {
 		return nil, err
 	}
-	tc := cfg.Telemetry
-	if tc.ServiceName == "" {
-		tc.ServiceName = name
-	}
-	rt.Tel, err = telemetry.Setup(ctx, tc)
+	p, err := Open(ctx, name, cfg, stdout)
 	if err != nil {
 		return nil, err
 	}
-	rt.OnClose(rt.Tel.Shutdown)
-	client, db, err := mongox.Connect(mongox.Config{URI: cfg.MongoURI, Database: cfg.MongoDatabase,
-		AppName: name, TracerProvider: rt.Tel.TracerProvider})
-	if err != nil {
-		return nil, errors.Join(err, rt.Close())
-	}
-	rt.OnClose(client.Disconnect)
-	openCtx, cancel := context.WithTimeout(ctx, openTimeout)
-	rt.Store, err = docstore.Open(openCtx, db)
-	cancel()
-	if err != nil {
-		return nil, errors.Join(fmt.Errorf("%s: %w", name, err), rt.Close())
-	}
-	rt.AddCheck("mongodb", func(ctx context.Context) error { return mongox.Ping(ctx, db) })
-	appCfg := fiberx.Config{Service: name, Logger: rt.Log, Signer: signer,
-		TracerProvider: rt.Tel.TracerProvider, Propagator: rt.Tel.Propagator, Sampler: rt.Tel.Sampler,
-		MeterProvider: rt.Tel.MeterProvider, Listener: "http"}
+	rt := &Runtime{Process: p}
+	rt.AddCheck("mongodb", p.PingStore)
+	appCfg := fiberx.Config{Service: name, Logger: p.Log, Signer: signer,
+		TracerProvider: p.Tel.TracerProvider, Propagator: p.Tel.Propagator, Sampler: p.Tel.Sampler,
+		MeterProvider: p.Tel.MeterProvider, Listener: "http"}
 	for _, o := range opts {
 		o(&appCfg)
 	}
@@ -108,38 +181,10 @@ func (rt *Runtime) AddDegradingCheck(name string, fn func(context.Context) error
 	rt.checks = append(rt.checks, fiberx.Check{Name: name, Fn: fn, Degrades: true})
 }
 
-// OnClose registers a shutdown step; steps run in reverse order of registration.
-func (rt *Runtime) OnClose(fn func(context.Context) error) { rt.closers = append(rt.closers, fn) }
-
-// Serve registers the health endpoints, serves the service on HTTP_ADDR and its metrics on
-// METRICS_ADDR until ctx ends (or either listener fails, which stops the other), shuts down
-// gracefully and then closes everything registered with OnClose.
+// Serve registers the health endpoints, and serves the service on HTTP_ADDR and its metrics on
+// METRICS_ADDR until ctx ends (Process.Serve).
 func (rt *Runtime) Serve(ctx context.Context) error {
 	fiberx.Health(rt.App, rt.Log, rt.checks...)
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		return fiberx.Serve(gctx, rt.App, rt.cfg.HTTPAddr, "http", rt.cfg.ShutdownTimeout, rt.Log)
-	})
-	g.Go(func() error {
-		return fiberx.Serve(gctx, fiberx.MetricsApp(rt.Tel.Metrics), rt.cfg.MetricsAddr, "metrics", rt.cfg.ShutdownTimeout, rt.Log)
-	})
-	return errors.Join(g.Wait(), rt.Close())
-}
-
-// Close runs the shutdown steps, each with its own deadline (the serving ctx has ended by
-// then), and returns every error met.
-func (rt *Runtime) Close() error {
-	var errs []error
-	for i := len(rt.closers) - 1; i >= 0; i-- {
-		ctx, cancel := context.WithTimeout(context.Background(), rt.cfg.ShutdownTimeout)
-		if err := rt.closers[i](ctx); err != nil {
-			errs = append(errs, fmt.Errorf("%s shutdown: %w", rt.Name, err))
-		}
-		cancel()
-	}
-	rt.closers = nil
-	if rt.logOut != nil {
-		rt.logOut.Flush() // the lines of the shutdown too
-	}
-	return errors.Join(errs...)
+	rt.Listen("http", rt.cfg.HTTPAddr, rt.App)
+	return rt.Process.Serve(ctx)
 }

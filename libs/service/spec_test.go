@@ -11,6 +11,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"rentalplatform/embedded/testkit"
+	"rentalplatform/libs/config"
 	"rentalplatform/libs/identity"
 	"rentalplatform/libs/service"
 	"rentalplatform/libs/servicetest"
@@ -18,38 +19,44 @@ import (
 
 var spec = service.Spec{Name: "example-svc", HTTPAddr: "127.0.0.1:8099", MongoDatabase: "example"}
 
-func TestSpecLoadBase(t *testing.T) {
-	env := map[string]string{"INTERNAL_AUTH_SECRET": servicetest.Secret}
-	base, err := spec.LoadBase(func(k string) string { return env[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if base.HTTPAddr != spec.HTTPAddr || base.MongoDatabase != spec.MongoDatabase {
-		t.Fatalf("LoadBase = %+v; want the spec's defaults", base)
-	}
-	if _, err := spec.LoadBase(func(string) string { return "" }); err == nil || !strings.HasPrefix(err.Error(), "config: ") {
-		t.Fatalf("LoadBase without a secret = %v; want a config error", err)
+// run is the run() of an example service, in the steps every service's follows: its
+// configuration read once, the runtime started, its own parts composed (compose, nil: none),
+// and served until ctx ends; a compose error closes everything started.
+func run(compose func(context.Context, *service.Runtime) error) servicetest.RunFunc {
+	return func(ctx context.Context, getenv func(string) string, stdout io.Writer) error {
+		base, err := config.LoadBase(getenv, spec.Defaults())
+		if err != nil {
+			return err
+		}
+		rt, err := service.Start(ctx, spec.Name, base, stdout)
+		if err != nil {
+			return err
+		}
+		if compose != nil {
+			if err := compose(ctx, rt); err != nil {
+				return errors.Join(err, rt.Close())
+			}
+		}
+		return rt.Serve(ctx)
 	}
 }
 
 // A service that composes nothing still passes the component check: the runtime alone is a
 // correct (empty) service.
-func TestSpecRunShell(t *testing.T) {
+func TestRuntimeShell(t *testing.T) {
 	servicetest.Component(t, func(ctx context.Context, getenv func(string) string, stdout io.Writer) error {
-		return spec.Run(ctx, getenv, stdout, nil)
+		return run(nil)(ctx, getenv, stdout)
 	}, nil)
 }
 
-func TestSpecRunServesWhatComposeAdds(t *testing.T) {
+func TestRuntimeServesWhatComposeAdds(t *testing.T) {
 	t.Parallel()
 	m := testkit.Mongo(t)
-	run := func(ctx context.Context, getenv func(string) string, stdout io.Writer) error {
-		return spec.Run(ctx, getenv, stdout, func(_ context.Context, rt *service.Runtime) error {
-			rt.App.Get("/v1/things", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"object": "list"}) })
-			return nil
-		})
-	}
-	p := servicetest.Start(t, run, map[string]string{
+	things := run(func(_ context.Context, rt *service.Runtime) error {
+		rt.App.Get("/v1/things", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"object": "list"}) })
+		return nil
+	})
+	p := servicetest.Start(t, things, map[string]string{
 		"HTTP_ADDR": "127.0.0.1:0", "MONGODB_URI": m.URI, "MONGODB_DATABASE": m.Database,
 		"INTERNAL_AUTH_SECRET": servicetest.Secret,
 	}, "http")
@@ -73,16 +80,16 @@ func TestSpecRunServesWhatComposeAdds(t *testing.T) {
 	}
 }
 
-func TestSpecRunClosesWhenComposeFails(t *testing.T) {
+func TestRuntimeClosesWhenComposeFails(t *testing.T) {
 	t.Parallel()
 	m := testkit.Mongo(t)
 	env := map[string]string{"MONGODB_URI": m.URI, "MONGODB_DATABASE": m.Database, "INTERNAL_AUTH_SECRET": servicetest.Secret}
 	boom := errors.New("boom")
 	closed := false
-	err := spec.Run(t.Context(), func(k string) string { return env[k] }, io.Discard, func(_ context.Context, rt *service.Runtime) error {
+	err := run(func(_ context.Context, rt *service.Runtime) error {
 		rt.OnClose(func(context.Context) error { closed = true; return nil })
 		return boom
-	})
+	})(t.Context(), func(k string) string { return env[k] }, io.Discard)
 	if !errors.Is(err, boom) || !closed {
 		t.Fatalf("Run = %v, closed %v; want the compose error and the runtime closed", err, closed)
 	}
