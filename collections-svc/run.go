@@ -39,7 +39,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	if err := files.EnsureIndexes(ctx); err != nil {
 		return fail(err)
 	}
-	contents := mongo.NewContents(rt.Store.Database())
+	contents := mongo.NewContents(rt.Store)
 	if err := contents.EnsureIndexes(ctx); err != nil {
 		return fail(err)
 	}

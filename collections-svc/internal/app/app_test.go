@@ -53,7 +53,7 @@ func newEnvWith(t *testing.T, random func([]byte), wrap func(app.Contents) app.C
 	if err := cases.EnsureIndexes(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	svc := app.New(app.Deps{Cases: cases, Files: files, Contents: wrap(mongo.NewContents(db.Database())), IDs: ids.NewGenerator(nil), Random: random},
+	svc := app.New(app.Deps{Cases: cases, Files: files, Contents: wrap(mongo.NewContents(db)), IDs: ids.NewGenerator(nil), Random: random},
 		app.Config{Partner: domain.Partner{Name: "P", Email: "p@example.com", Phone: "+15555550100", Site: "https://p.example.com"},
 			RenderCase: httpport.CaseObject, RenderFile: httpport.FileObject, RenderPayment: httpport.PaymentObject})
 	chunks := func() int64 {

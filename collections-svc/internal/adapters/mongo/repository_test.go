@@ -2,7 +2,6 @@ package mongo_test
 
 import (
 	"bytes"
-	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"rentalplatform/libs/events"
 	"rentalplatform/libs/ids"
@@ -323,89 +321,54 @@ func TestFiles(t *testing.T) {
 	}
 }
 
-// TestContents: the GridFS layout on this store: bytes up and back, intact, across several
-// chunks and writes of every size; nothing readable before Commit; Abort and Delete leave
-// nothing; and the driver's own GridFSBucket reads and deletes what was written.
+// TestContents: the adapter's mapping of docstore.Bucket (whose layout and streaming
+// docstore's TestBucket checks): a file's bytes up and back, whose they are stored beside
+// them, and a missing or uncommitted content is a missing file.
 func TestContents(t *testing.T) {
 	db := servicetest.Store(t)
-	c := mongo.NewContents(db.Database())
+	c := mongo.NewContents(db)
 	ctx := t.Context()
 	if err := c.EnsureIndexes(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.EnsureIndexes(ctx); err != nil { // at every start
-		t.Fatal(err)
-	}
-	meta := app.ContentMeta{Account: "acct_1", Case: "dc_1", Filename: "x.pdf", ContentType: domain.TypePDF}
-	put := func(id string, body []byte, piece int) {
-		t.Helper()
-		w, err := c.Create(ctx, id, meta)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for off := 0; off < len(body); off += piece {
-			if _, err := w.Write(body[off:min(off+piece, len(body))]); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if _, _, err := c.Open(ctx, id); !errors.Is(err, domain.ErrFileNotFound) {
-			t.Fatalf("%s readable before Commit: %v", id, err)
-		}
-		if err := w.Commit(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	get := func(id string) []byte {
-		t.Helper()
-		r, n, err := c.Open(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Close()
-		got, err := io.ReadAll(r)
-		if err != nil || int64(len(got)) != n {
-			t.Fatalf("%s: read %d of %d: %v", id, len(got), n, err)
-		}
-		return got
-	}
-	bucket := db.Database().GridFSBucket(options.GridFSBucket().SetName(mongo.ContentsBucket))
-	for i, size := range []int{0, 1, mongo.ChunkSize, mongo.ChunkSize + 1, 4*mongo.ChunkSize - 1, 4 * mongo.ChunkSize, 3<<20 + 12345} {
-		body := make([]byte, size)
-		_, _ = rand.Read(body)
-		id := fmt.Sprintf("file_%d", i)
-		put(id, body, []int{1000, 100_000, 7 << 20}[i%3])
-		if got := get(id); !bytes.Equal(got, body) {
-			t.Fatalf("%d bytes: read back differs", size)
-		}
-		var viaDriver bytes.Buffer
-		if _, err := bucket.DownloadToStream(ctx, id, &viaDriver); err != nil || !bytes.Equal(viaDriver.Bytes(), body) {
-			t.Fatalf("%d bytes: the driver's bucket reads %d bytes, equal %v: %v", size, viaDriver.Len(), bytes.Equal(viaDriver.Bytes(), body), err)
-		}
-	}
-	if err := bucket.Delete(ctx, "file_6"); err != nil {
-		t.Fatalf("the driver's bucket deletes a file: %v", err)
-	}
-	aborted, err := c.Create(ctx, "file_aborted", meta)
+	meta := app.ContentMeta{Account: "acct_1", Livemode: true, Case: "dc_1", Filename: "x.pdf", ContentType: domain.TypePDF}
+	w, err := c.Create(ctx, "file_1", meta)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _ = aborted.Write(make([]byte, 2<<20))
-	if err := aborted.Abort(); err != nil {
+	body := make([]byte, 300<<10)
+	_, _ = rand.Read(body)
+	if _, err := w.Write(body); err != nil {
 		t.Fatal(err)
 	}
-	for i := range 6 {
-		if err := c.Delete(ctx, fmt.Sprintf("file_%d", i)); err != nil {
-			t.Fatal(err)
-		}
+	if _, _, err := c.Open(ctx, "file_1"); !errors.Is(err, domain.ErrFileNotFound) {
+		t.Fatalf("readable before Commit: %v", err)
 	}
-	if err := c.Delete(ctx, "file_never"); err != nil {
-		t.Fatalf("deleting what is not there: %v", err)
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
 	}
-	for _, coll := range []string{".chunks", ".files"} {
-		n, err := db.Database().Collection(mongo.ContentsBucket+coll).CountDocuments(context.WithoutCancel(ctx), bson.D{})
-		if err != nil || n != 0 {
-			t.Fatalf("%d documents left in %s after Abort and Delete: %v", n, coll, err)
-		}
+	r, n, err := c.Open(ctx, "file_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(r)
+	r.Close()
+	if err != nil || n != int64(len(body)) || !bytes.Equal(got, body) {
+		t.Fatalf("read back %d of %d bytes (length %d), equal %v: %v", len(got), len(body), n, bytes.Equal(got, body), err)
+	}
+	var stored struct {
+		Filename string         `bson:"filename"`
+		Metadata map[string]any `bson:"metadata"`
+	}
+	if err := db.Database().Collection(mongo.ContentsBucket+".files").FindOne(ctx, bson.D{{Key: "_id", Value: "file_1"}}).Decode(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if stored.Filename != "x.pdf" || stored.Metadata["account"] != "acct_1" || stored.Metadata["livemode"] != true ||
+		stored.Metadata["collection_case"] != "dc_1" || stored.Metadata["content_type"] != domain.TypePDF {
+		t.Fatalf("stored beside the bytes: %+v", stored)
+	}
+	if err := c.Delete(ctx, "file_1"); err != nil {
+		t.Fatal(err)
 	}
 	if _, _, err := c.Open(ctx, "file_1"); !errors.Is(err, domain.ErrFileNotFound) {
 		t.Fatalf("deleted content: %v", err)
