@@ -51,6 +51,21 @@ type Collection[T any] struct {
 	// pending: the documents whose outbox holds events, where the strategy keeps them in
 	// memory (pending.go); nil otherwise.
 	pending *pendingIndex
+	// watchers are told of every document this collection stores (read models), registered
+	// before the collection is used.
+	watchers []func(T)
+}
+
+// watch has fn told of every document the collection stores, as stored (a deleted one too).
+func (c *Collection[T]) watch(fn func(T)) { c.watchers = append(c.watchers, fn) }
+
+// stored tells the watchers of a document stored as raw, each given a copy of its own.
+func (c *Collection[T]) stored(raw bson.Raw) {
+	for _, fn := range c.watchers {
+		if doc, err := c.decode(raw); err == nil { // it was just encoded from a T
+			fn(doc)
+		}
+	}
 }
 
 // NewCollection returns the collection name of db. It panics if T does not embed Meta inline:
@@ -251,6 +266,7 @@ func (c *Collection[T]) InsertAll(ctx context.Context, docs []T) ([]bool, error)
 		case err == nil:
 			created[i] = true
 			c.remember(m.ID, raws[i])
+			c.stored(raws[i])
 			c.pending.note(m.ID, m.OutboxSince, m.OutboxStamp)
 			if len(boxes[i]) > 0 {
 				fresh = append(fresh, i)

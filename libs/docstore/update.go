@@ -226,6 +226,7 @@ func (c *Collection[T]) write(ctx context.Context, id string, doc *T, applied []
 		c.forget(id)
 		c.pending.note(id, nil, 0)
 		c.results(batch, *doc, applied)
+		c.stored(applied)
 		return true, nil
 	}
 	m.Version = version + 1
@@ -239,6 +240,7 @@ func (c *Collection[T]) write(ctx context.Context, id string, doc *T, applied []
 	c.remember(id, final)
 	c.pending.note(id, m.OutboxSince, m.OutboxStamp)
 	c.results(batch, *doc, final)
+	c.stored(final)
 	c.dispatch(ctx, id, raised)
 	return true, nil
 }

@@ -28,15 +28,26 @@ const Collection = "webhook_endpoints"
 
 // Repository implements domain.Repository.
 type Repository struct {
-	docs  *docstore.Collection[document]
-	snaps *snapshots // nil: Subscribed and Cached read the store
+	docs *docstore.Collection[document]
+	// byAccount keeps each account's endpoints in memory for the delivery path (Subscribed
+	// and Cached); nil: they read the store.
+	byAccount *docstore.ReadModel[document, scope]
 }
+
+// scope is what the delivery path reads endpoints by: an account, in a mode.
+type scope struct {
+	account  string
+	livemode bool
+}
+
+// cachedScopes bounds the accounts (and modes) whose endpoints a process keeps in memory.
+const cachedScopes = 10_000
 
 var _ domain.Repository = (*Repository)(nil)
 
 // NewRepository returns the endpoint store of db; relay publishes the events endpoints raise.
 // cacheTTL is how long Subscribed and Cached may answer from memory before reading the store
-// again (see snapshots); 0 turns the cache off.
+// again (docstore.ReadModel); 0 turns the cache off.
 func NewRepository(db *docstore.DB, relay *outbox.Relay, cacheTTL time.Duration) *Repository {
 	r := &Repository{docs: docstore.NewCollection[document](db, Collection, docstore.Options{
 		NotFound: domain.EndpointNotFound,
@@ -44,16 +55,10 @@ func NewRepository(db *docstore.DB, relay *outbox.Relay, cacheTTL time.Duration)
 		Outbox:   relay,
 	})}
 	if cacheTTL > 0 {
-		r.snaps = newSnapshots(r.load, cacheTTL, time.Now)
+		r.byAccount = docstore.NewReadModel(r.docs, cacheTTL, cachedScopes,
+			func(d *document) scope { return scope{d.Account, d.Livemode} }, r.load)
 	}
 	return r
-}
-
-// written tells the cache about a document this process stored.
-func (r *Repository) written(d document) {
-	if r.snaps != nil {
-		r.snaps.put(d)
-	}
 }
 
 // EnsureIndexes declares the indexes the queries need. Reads by id use the _id index; lists and
@@ -128,7 +133,6 @@ func (r *Repository) Create(ctx context.Context, e *domain.Endpoint) error {
 	if !created {
 		return fmt.Errorf("insert webhook endpoint: %s is stored already", e.ID())
 	}
-	r.written(d)
 	return nil
 }
 
@@ -148,34 +152,18 @@ func (r *Repository) Get(ctx context.Context, id, account string, livemode bool)
 
 // Update implements domain.Repository.
 func (r *Repository) Update(ctx context.Context, id, account string, livemode bool, fn func(*domain.Endpoint) error) (*domain.Endpoint, error) {
-	var out *domain.Endpoint
-	stored, err := r.docs.Update(ctx, id, func(d *document) error {
-		if !d.OwnedBy(account, livemode) {
-			return domain.EndpointNotFound(id)
-		}
-		e := d.endpoint()
-		if err := fn(e); err != nil {
-			return err
-		}
-		out = e
-		d.set(e)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	r.written(stored)
-	return out, nil
+	return docstore.UpdateOwned(ctx, r.docs, id, account, livemode, domain.EndpointNotFound,
+		document.endpoint, docstore.Infallible((*document).set), fn)
 }
 
 // Cached implements domain.Repository: the endpoint from the cache, or from the store when the
 // cache does not have it (it may have been created by another process since the cache was
 // read).
 func (r *Repository) Cached(ctx context.Context, id, account string, livemode bool) (*domain.Endpoint, error) {
-	if r.snaps == nil {
+	if r.byAccount == nil {
 		return r.Get(ctx, id, account, livemode)
 	}
-	docs, err := r.snaps.get(ctx, scope{account, livemode})
+	docs, err := r.byAccount.Get(ctx, scope{account, livemode})
 	if err != nil {
 		return nil, err
 	}
@@ -208,8 +196,8 @@ func (r *Repository) List(ctx context.Context, account string, livemode bool, p 
 func (r *Repository) Subscribed(ctx context.Context, account string, livemode bool, eventType string) ([]*domain.Endpoint, error) {
 	var docs []document
 	var err error
-	if r.snaps != nil {
-		docs, err = r.snaps.get(ctx, scope{account, livemode})
+	if r.byAccount != nil {
+		docs, err = r.byAccount.Get(ctx, scope{account, livemode})
 	} else {
 		docs, err = r.load(ctx, scope{account, livemode})
 	}
