@@ -66,7 +66,7 @@ generate: npm-api npm-ts ## Regenerate everything made from the API contract's s
 fuzz: ## Fuzz the gateway's listener (60 s), the request parsers (30 s each, collections' upload form and file sniffing included) and the shared validation rules (10 s each)
 	go test -run '^$$' -fuzz FuzzDecode -fuzztime 30s ./libs/jsonbody
 	go test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 30s ./libs/jsonbody
-	go test -run '^$$' -fuzz FuzzParseQuery -fuzztime 30s ./libs/fiberx
+	go test -run '^$$' -fuzz FuzzParseQuery -fuzztime 30s ./libs/request
 	go test -run '^$$' -fuzz FuzzListener -fuzztime 60s ./gateway
 	go test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./libs/listing
 	go test -run '^$$' -fuzz FuzzGatedWrite -fuzztime 30s ./embedded/mongostore

@@ -19,7 +19,7 @@ import (
 	"rentalplatform/gateway/internal/adapters/upstream"
 	"rentalplatform/gateway/internal/app"
 	httpport "rentalplatform/gateway/internal/ports/http"
-	"rentalplatform/libs/fiberx"
+	"rentalplatform/libs/health"
 	"rentalplatform/libs/identity"
 	"rentalplatform/libs/ids"
 	"rentalplatform/libs/service"
@@ -81,7 +81,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	// Only the key store makes the gateway unready. Without Redis it serves (limits fail open,
 	// requests with an Idempotency-Key get 503), and a service that is down costs only its own
 	// routes (502): both are reported, as "degraded".
-	checks := []fiberx.Check{
+	checks := []health.Check{
 		terseCheck(p.Log, "mongodb", false, p.PingStore),
 		terseCheck(p.Log, "redis", true, func(ctx context.Context) error { return rdb.Ping(ctx).Err() }),
 	}
@@ -142,8 +142,8 @@ func connectRedis(url string, tp trace.TracerProvider) (*redis.Client, error) {
 
 // terseCheck keeps internal addresses out of /readyz, which is on the public listener: the
 // answer says only that a dependency is unavailable, the log says why.
-func terseCheck(log *slog.Logger, name string, degrades bool, fn func(context.Context) error) fiberx.Check {
-	return fiberx.Check{Name: name, Degrades: degrades, Fn: func(ctx context.Context) error {
+func terseCheck(log *slog.Logger, name string, degrades bool, fn func(context.Context) error) health.Check {
+	return health.Check{Name: name, Degrades: degrades, Fn: func(ctx context.Context) error {
 		if err := fn(ctx); err != nil {
 			log.WarnContext(ctx, "dependency not ready", "dependency", name, "error", err.Error())
 			return errors.New("unavailable")

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"rentalplatform/embedded/testkit"
-	"rentalplatform/libs/apiversion"
+	"rentalplatform/libs/events"
 	"rentalplatform/libs/identity"
 	"rentalplatform/libs/ids"
 	"rentalplatform/libs/servicetest"
@@ -189,7 +189,7 @@ func TestCRUD(t *testing.T) {
 	want := map[string]any{
 		"id": id, "object": "webhook_endpoint", "url": "https://example.invalid/hooks",
 		"enabled_events": []any{"payment_request.succeeded", "*"}, "status": "enabled", "secret": secret,
-		"api_version": apiversion.Current, "description": nil, "metadata": map[string]any{},
+		"api_version": events.APIVersion, "description": nil, "metadata": map[string]any{},
 		"created": ts, "livemode": false,
 	}
 	assertBody(t, created, want)
@@ -225,8 +225,8 @@ func TestCreateOptionalFields(t *testing.T) {
 	t.Parallel()
 	c := start(t).client(t)
 	r := c.create(`{"url":"https://example.invalid/h","enabled_events":["*"],"description":"main","api_version":"` +
-		apiversion.Current + `","metadata":{"a":"1","b":"","dotted.key":"2","$dollar":"3","nul\u0000":"4"}}`)
-	if r.str("description") != "main" || r.str("api_version") != apiversion.Current {
+		events.APIVersion + `","metadata":{"a":"1","b":"","dotted.key":"2","$dollar":"3","nul\u0000":"4"}}`)
+	if r.str("description") != "main" || r.str("api_version") != events.APIVersion {
 		t.Fatalf("%s", r.raw)
 	}
 	// An empty value stores nothing; any other key is kept as sent.
@@ -440,7 +440,7 @@ func TestBadRequests(t *testing.T) {
 		{"status unknown", `{"status":"paused"}`, "parameter_invalid", "status"},
 		{"description too long", `{"description":"` + long(5001) + `"}`, "parameter_invalid", "description"},
 		{"metadata over the limit after merge", `{"metadata":` + metadata(50) + `}`, "parameter_invalid", "metadata"},
-		{"api_version is fixed", `{"api_version":"` + apiversion.Current + `"}`, "parameter_unknown", "api_version"},
+		{"api_version is fixed", `{"api_version":"` + events.APIVersion + `"}`, "parameter_unknown", "api_version"},
 		{"unknown parameters", `{"secret":"x","colour":"red"}`, "parameter_unknown", "colour"},
 		// Valid changes next to a bad one must not land.
 		{"mixed good and bad", `{"description":"new","status":"paused"}`, "parameter_invalid", "status"},

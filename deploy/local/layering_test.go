@@ -32,3 +32,28 @@ func TestDomainsImportNoFramework(t *testing.T) {
 		}
 	}
 }
+
+// The embedded store and the test kits stay in test-only packages: no program a user deploys
+// links FerretDB, miniredis or a test helper (the local launcher, which embeds the store on
+// purpose, is not one of them).
+func TestProgramsLinkNoTestKit(t *testing.T) {
+	forbidden := []string{
+		"github.com/FerretDB", "github.com/alicebob/miniredis", "rentalplatform/embedded",
+		"rentalplatform/libs/servicetest", // not "testing": Fiber's utils import it
+	}
+	for _, module := range []string{"gateway", "verification-svc", "collections-svc", "payments-svc", "webhooks-svc"} {
+		cmd := exec.Command("go", "list", "-deps", ".")
+		cmd.Dir = filepath.Join("..", "..", module)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list -deps in %s: %v", module, err)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			for _, f := range forbidden {
+				if dep == f || strings.HasPrefix(dep, f+"/") {
+					t.Errorf("the %s program links %s (go list -deps)", module, dep)
+				}
+			}
+		}
+	}
+}

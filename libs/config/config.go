@@ -258,11 +258,3 @@ func LoadBase(getenv Getenv, d Defaults) (Base, error) {
 	b.MetricsAddr = r.MetricsAddr(cmp.Or(d.MetricsBeside, b.HTTPAddr))
 	return b, r.Err()
 }
-
-// Logger returns the JSON logger every process writes to stdout. A line logged with a context
-// inside a span carries its trace_id and span_id (telemetry.LogHandler). A process passes its
-// stdout through a LogWriter, so lines are written in batches, and flushes it before it exits.
-func Logger(w interface{ Write([]byte) (int, error) }, service string, level slog.Level) *slog.Logger {
-	h := slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})
-	return slog.New(telemetry.LogHandler(h)).With("service", service)
-}

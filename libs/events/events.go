@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"time"
 
-	"rentalplatform/libs/apiversion"
 	"rentalplatform/libs/identity"
 	"rentalplatform/libs/ids"
 )
@@ -81,7 +80,7 @@ func New(gen *ids.Generator, now time.Time, c Change) (Event, error) {
 		Object:     "event",
 		Type:       c.Type,
 		Account:    c.Account,
-		APIVersion: apiversion.Current,
+		APIVersion: APIVersion,
 		Created:    now.Unix(),
 		Livemode:   c.Livemode,
 		Data:       Data{Object: obj},

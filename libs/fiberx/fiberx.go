@@ -1,6 +1,7 @@
-// Package fiberx builds the Fiber app every service runs: the error envelope, gateway identity,
-// tracing, access logs, health endpoints, request-body decoding and graceful serving. The
-// gateway uses the same app builder without the identity check.
+// Package fiberx builds the Fiber app every program runs: the error envelope, gateway identity,
+// tracing and metrics (tracing.go, metrics.go), access logs, streamed bodies and graceful
+// serving. The gateway uses the same app builder without the identity check. What a handler
+// reads of a request is package request's; the health endpoints are package health's.
 package fiberx
 
 import (
@@ -9,14 +10,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"mime"
 	"net"
 	"net/http"
-	"net/url"
-	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 	"unsafe"
 
 	"github.com/gofiber/fiber/v2"
@@ -28,8 +25,6 @@ import (
 	"rentalplatform/libs/apierr"
 	"rentalplatform/libs/identity"
 	"rentalplatform/libs/ids"
-	"rentalplatform/libs/jsonbody"
-	"rentalplatform/libs/listing"
 )
 
 // HeaderRequestID is the response header naming the request, on every response.
@@ -310,139 +305,6 @@ func RequestID(c *fiber.Ctx) string {
 		return info.requestID
 	}
 	return ""
-}
-
-// DecodeJSON decodes the request body into dst (see package jsonbody). A body that is not
-// JSON by its Content-Type is refused with 415.
-func DecodeJSON(c *fiber.Ctx, dst any) error {
-	body := c.Body()
-	if len(body) > 0 {
-		mt, _, err := mime.ParseMediaType(c.Get(fiber.HeaderContentType))
-		if err != nil || mt != fiber.MIMEApplicationJSON {
-			return apierr.New(415, apierr.InvalidRequest, apierr.CodeUnsupportedMedia,
-				"Request bodies must be JSON, sent with 'Content-Type: application/json'.")
-		}
-	}
-	return jsonbody.Decode(body, dst)
-}
-
-// Query returns the request's query parameters, copied out of Fiber's reused buffers (see
-// ParseQuery for what it refuses).
-func Query(c *fiber.Ctx) (url.Values, error) {
-	return ParseQuery(string(c.Request().URI().QueryString()))
-}
-
-// NoQuery wraps the handler of an operation that takes no query parameters with RefuseQuery.
-func NoQuery(h fiber.Handler) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		if err := RefuseQuery(c); err != nil {
-			return err
-		}
-		return h(c)
-	}
-}
-
-// RefuseQuery refuses a request to an operation that takes no query parameters but sent some:
-// 400 parameter_unknown naming the first (in name order), as a body parameter the operation
-// does not take is, so a misplaced parameter never goes unnoticed. It is nil for a request
-// with none.
-func RefuseQuery(c *fiber.Ctx) error {
-	if len(c.Request().URI().QueryString()) == 0 {
-		return nil
-	}
-	q, err := Query(c)
-	if err != nil || len(q) == 0 {
-		return err
-	}
-	names := make([]string, 0, len(q))
-	for name := range q {
-		names = append(names, name)
-	}
-	return apierr.Unknown(slices.Min(names))
-}
-
-// ParseQuery reads a query string and refuses, naming the parameter, what two readers of it
-// could take differently: a parameter given more than once (400 parameter_duplicate), unless
-// its name ends in "[]" (an array: types[]=a&types[]=b), and a name or value that is not valid
-// UTF-8 once percent-decoded (400 parameter_invalid; url.Values would hand the bytes on, and
-// whatever stores or prints them turns them into U+FFFD). Errors name the first offender in
-// name order.
-func ParseQuery(raw string) (url.Values, error) {
-	q, err := url.ParseQuery(raw)
-	if err != nil {
-		return nil, apierr.Invalid(apierr.CodeParameterInvalid, "", "The query string is not valid URL encoding.")
-	}
-	if len(q) == 0 {
-		return q, nil
-	}
-	names := make([]string, 0, len(q))
-	for name := range q {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		if !utf8.ValidString(name) {
-			param := strings.ToValidUTF8(name, "\uFFFD")
-			return nil, apierr.Invalid(apierr.CodeParameterInvalid, param,
-				fmt.Sprintf("Invalid parameter name %s: it is not valid UTF-8 text.", param))
-		}
-		vs := q[name]
-		for _, v := range vs {
-			if !utf8.ValidString(v) {
-				return nil, apierr.Invalid(apierr.CodeParameterInvalid, name,
-					fmt.Sprintf("Invalid %s: the value is not valid UTF-8 text.", name))
-			}
-		}
-		if len(vs) > 1 && !listing.IsArray(name) {
-			return nil, listing.Duplicate(name)
-		}
-	}
-	return q, nil
-}
-
-// Check is one readiness dependency.
-type Check struct {
-	Name string
-	Fn   func(context.Context) error
-	// Degrades marks a dependency the program serves without, less well (Redis, whose loss
-	// the outbox, the sweeps and the gateway's fail-open limits absorb; the gateway's services,
-	// each only its own routes): its failure is reported but leaves the program ready. A
-	// shared dependency that took every replica out of its load balancer would turn a partial
-	// outage into a whole one.
-	Degrades bool
-}
-
-// Health registers /healthz (the process is alive) and /readyz: 200 "ready" when every check
-// passes within 2 s, 200 "degraded" when only checks that Degrades fail, else 503
-// "unavailable"; each check's result is in "checks".
-func Health(app *fiber.App, log *slog.Logger, checks ...Check) {
-	app.Get("/healthz", func(c *fiber.Ctx) error {
-		return c.JSON(fiber.Map{"status": "ok"})
-	})
-	app.Get("/readyz", func(c *fiber.Ctx) error {
-		ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
-		defer cancel()
-		results := fiber.Map{}
-		status := "ready"
-		for _, ch := range checks {
-			if err := ch.Fn(ctx); err != nil {
-				results[ch.Name] = err.Error()
-				log.WarnContext(ctx, "readiness check failed", "check", ch.Name, "error", err.Error(), "degrades", ch.Degrades)
-				switch {
-				case !ch.Degrades:
-					status = "unavailable"
-				case status == "ready":
-					status = "degraded"
-				}
-				continue
-			}
-			results[ch.Name] = "ok"
-		}
-		if status == "unavailable" {
-			c.Status(fiber.StatusServiceUnavailable)
-		}
-		return c.JSON(fiber.Map{"status": status, "checks": results})
-	})
 }
 
 // Serve listens on addr, logs the bound address ("listening", with name and addr: tests and

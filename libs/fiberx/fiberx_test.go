@@ -10,17 +10,16 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 
 	"rentalplatform/libs/apierr"
+	"rentalplatform/libs/health"
 	"rentalplatform/libs/identity"
+	"rentalplatform/libs/request"
 )
 
 type payload struct {
@@ -36,16 +35,16 @@ func newApp(t *testing.T) (*fiber.App, *identity.Signer, *bytes.Buffer) {
 	logs := &bytes.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, nil))
 	app := New(Config{Service: "test", Logger: log, Signer: signer, BodyLimit: 64})
-	Health(app, log, Check{Name: "ok", Fn: func(context.Context) error { return nil }})
+	health.Health(app, log, health.Check{Name: "ok", Fn: func(context.Context) error { return nil }})
 	app.Post("/v1/things", func(c *fiber.Ctx) error {
 		var p payload
-		if err := DecodeJSON(c, &p); err != nil {
+		if err := request.DecodeJSON(c, &p); err != nil {
 			return err
 		}
 		return c.JSON(fiber.Map{"name": p.Name, "account": Identity(c).Account})
 	})
 	app.Get("/v1/list", func(c *fiber.Ctx) error {
-		q, err := Query(c)
+		q, err := request.Query(c)
 		if err != nil {
 			return err
 		}
@@ -170,82 +169,6 @@ func TestBodyTooLargeOverTheWire(t *testing.T) {
 	}
 }
 
-func TestParseQuery(t *testing.T) {
-	for _, tc := range []struct {
-		raw       string
-		want      url.Values
-		wantCode  string
-		wantParam string
-	}{
-		{"", url.Values{}, "", ""},
-		{"limit=3&starting_after=we_1", url.Values{"limit": {"3"}, "starting_after": {"we_1"}}, "", ""},
-		{"types[]=a&types[]=b", url.Values{"types[]": {"a", "b"}}, "", ""},
-		{"types%5B%5D=a&types[]=b", url.Values{"types[]": {"a", "b"}}, "", ""},
-		{"q=%C3%A6%F0%9F%8D%BA", url.Values{"q": {"æ🍺"}}, "", ""},
-		{"q=%EF%BF%BD", url.Values{"q": {"\uFFFD"}}, "", ""}, // U+FFFD itself is valid text
-		{"limit=", url.Values{"limit": {""}}, "", ""},        // empty values are the reader's to judge (listing refuses them)
-
-		// A scalar parameter given twice, whatever its values and however it is encoded.
-		{"limit=1&limit=2", nil, apierr.CodeParameterDuplicate, "limit"},
-		{"limit=&limit=2", nil, apierr.CodeParameterDuplicate, "limit"},
-		{"limit=5&limit=5", nil, apierr.CodeParameterDuplicate, "limit"},
-		{"limit=5&%6cimit=5", nil, apierr.CodeParameterDuplicate, "limit"},
-		{"created[gte]=1&created%5Bgte%5D=2", nil, apierr.CodeParameterDuplicate, "created[gte]"},
-		{"types[0]=a&types[0]=b", nil, apierr.CodeParameterDuplicate, "types[0]"},
-		{"b=1&b=2&a=1&a=2", nil, apierr.CodeParameterDuplicate, "a"},
-
-		// Text that is not UTF-8 once decoded.
-		{"url=https%3A%2F%2Fa%FF", nil, apierr.CodeParameterInvalid, "url"},
-		{"q=%C3", nil, apierr.CodeParameterInvalid, "q"},
-		{"q=%ED%A0%80", nil, apierr.CodeParameterInvalid, "q"}, // an encoded surrogate
-		{"types[]=a&types[]=%FF", nil, apierr.CodeParameterInvalid, "types[]"},
-		{"k%FFey=1", nil, apierr.CodeParameterInvalid, "k\uFFFDey"},
-		{"q=\xff", nil, apierr.CodeParameterInvalid, "q"}, // raw bytes, not percent-encoded
-
-		{"%zz", nil, apierr.CodeParameterInvalid, ""},
-		{"a=1;b=2", nil, apierr.CodeParameterInvalid, ""},
-	} {
-		t.Run(tc.raw, func(t *testing.T) {
-			got, err := ParseQuery(tc.raw)
-			if tc.wantCode == "" {
-				if err != nil || !reflect.DeepEqual(got, tc.want) {
-					t.Fatalf("ParseQuery(%q) = %v, %v; want %v", tc.raw, got, err, tc.want)
-				}
-				return
-			}
-			e := apierr.From(err)
-			if e == nil || e.Status != 400 || e.Code != tc.wantCode || e.Param != tc.wantParam {
-				t.Fatalf("ParseQuery(%q) error = %v; want %s on %q", tc.raw, err, tc.wantCode, tc.wantParam)
-			}
-		})
-	}
-}
-
-func FuzzParseQuery(f *testing.F) {
-	for _, s := range []string{"limit=1&limit=2", "types[]=a&types[]=b", "q=%FF", "%zz", "a=1&b=%C3%A6"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, raw string) {
-		q, err := ParseQuery(raw)
-		if err != nil {
-			if e := apierr.From(err); e == nil || e.Status != 400 {
-				t.Fatalf("non-400 error %v", err)
-			}
-			return
-		}
-		for name, vs := range q {
-			if !utf8.ValidString(name) || len(vs) > 1 && !strings.HasSuffix(name, "[]") {
-				t.Fatalf("accepted %q: %q = %q", raw, name, vs)
-			}
-			for _, v := range vs {
-				if !utf8.ValidString(v) {
-					t.Fatalf("accepted %q: %q = %q", raw, name, v)
-				}
-			}
-		}
-	})
-}
-
 // TestStreamedBodies: with StreamBody, the requests it selects get their body as a stream of
 // whatever length (the handler bounds it), and every other body is still read whole under
 // BodyLimit, over the wire, chunked or not.
@@ -269,7 +192,7 @@ func TestStreamedBodies(t *testing.T) {
 	})
 	app.Post("/v1/things", func(c *fiber.Ctx) error {
 		var p payload
-		if err := DecodeJSON(c, &p); err != nil {
+		if err := request.DecodeJSON(c, &p); err != nil {
 			return err
 		}
 		return c.JSON(fiber.Map{"name": p.Name})
@@ -312,48 +235,6 @@ func TestStreamedBodies(t *testing.T) {
 	}
 }
 
-// /readyz: a failing check that degrades leaves the program ready (200, "degraded"); any other
-// failing check makes it unavailable (503); every result is reported.
-func TestReadiness(t *testing.T) {
-	down := func(context.Context) error { return errors.New("down") }
-	up := func(context.Context) error { return nil }
-	for _, tc := range []struct {
-		name       string
-		checks     []Check
-		wantCode   int
-		wantStatus string
-	}{
-		{"all up", []Check{{Name: "store", Fn: up}, {Name: "queue", Fn: up, Degrades: true}}, 200, "ready"},
-		{"degrading one down", []Check{{Name: "store", Fn: up}, {Name: "queue", Fn: down, Degrades: true}}, 200, "degraded"},
-		{"required one down", []Check{{Name: "store", Fn: down}, {Name: "queue", Fn: up, Degrades: true}}, 503, "unavailable"},
-		{"both down", []Check{{Name: "queue", Fn: down, Degrades: true}, {Name: "store", Fn: down}}, 503, "unavailable"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			app := fiber.New()
-			Health(app, slog.New(slog.DiscardHandler), tc.checks...)
-			resp, err := app.Test(httptest.NewRequest("GET", "/readyz", nil))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got struct {
-				Status string            `json:"status"`
-				Checks map[string]string `json:"checks"`
-			}
-			if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
-				t.Fatal(err)
-			}
-			if resp.StatusCode != tc.wantCode || got.Status != tc.wantStatus || len(got.Checks) != len(tc.checks) {
-				t.Fatalf("/readyz = %d %+v; want %d %s", resp.StatusCode, got, tc.wantCode, tc.wantStatus)
-			}
-			for _, c := range tc.checks {
-				if want := map[bool]string{true: "ok", false: "down"}[c.Fn(context.Background()) == nil]; got.Checks[c.Name] != want {
-					t.Fatalf("check %s = %q; want %q", c.Name, got.Checks[c.Name], want)
-				}
-			}
-		})
-	}
-}
-
 func TestRoutes(t *testing.T) {
 	app := fiber.New()
 	app.Get("/v1/things/:id", func(*fiber.Ctx) error { return nil })
@@ -361,35 +242,5 @@ func TestRoutes(t *testing.T) {
 	got := Routes(app)
 	if len(got) != 2 || !slices.Contains(got, [2]string{"GET", "/v1/things/:id"}) || !slices.Contains(got, [2]string{"POST", "/v1/things"}) {
 		t.Fatalf("Routes = %v", got)
-	}
-}
-
-func TestNoQuery(t *testing.T) {
-	var got error
-	app := fiber.New(fiber.Config{ErrorHandler: func(c *fiber.Ctx, err error) error { got = err; return c.SendStatus(400) }})
-	app.Get("/v1/things/:id", NoQuery(func(c *fiber.Ctx) error { return c.SendString("ok") }))
-	for _, tc := range []struct {
-		query string
-		code  string // "" for none: the handler ran
-		param string
-	}{
-		{"", "", ""},
-		{"?", "", ""},
-		{"?expand=x", "parameter_unknown", "expand"},
-		{"?z=1&a=2", "parameter_unknown", "a"},
-		{"?limit=1&limit=2", "parameter_duplicate", "limit"},
-	} {
-		got = nil
-		resp, err := app.Test(httptest.NewRequest("GET", "/v1/things/t_1"+tc.query, nil))
-		if err != nil {
-			t.Fatal(err)
-		}
-		e := apierr.From(got)
-		switch {
-		case tc.code == "" && (resp.StatusCode != 200 || got != nil):
-			t.Errorf("%q: %d %v, want the handler's answer", tc.query, resp.StatusCode, got)
-		case tc.code != "" && (e == nil || e.Code != tc.code || e.Param != tc.param):
-			t.Errorf("%q: %v, want %s naming %q", tc.query, got, tc.code, tc.param)
-		}
 	}
 }

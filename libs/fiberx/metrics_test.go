@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"rentalplatform/libs/health"
 	"strings"
 	"testing"
 	"time"
@@ -27,7 +28,7 @@ func TestServerMetrics(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	app := New(Config{Service: "test", Logger: log, Signer: signer,
 		MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)), Listener: "http"})
-	Health(app, log)
+	health.Health(app, log)
 	app.Get("/v1/things/:id", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"id": c.Params("id")}) })
 	app.Get("/v1/boom", func(*fiber.Ctx) error { return context.DeadlineExceeded })
 	for _, req := range []*http.Request{

@@ -43,7 +43,7 @@ type Spec struct {
 // neither common nor named in spec.Filters, naming them, so a typo never silently widens a list.
 // A parameter whose name does not end in "[]" is a single value: given twice it is 400
 // parameter_duplicate, given empty ("limit=") 400 parameter_invalid, both naming it. (Query
-// strings read with fiberx.Query are already refused for repeats; Parse holds the rule for
+// strings read with request.Query are already refused for repeats; Parse holds the rule for
 // any url.Values.)
 func Parse(q url.Values, spec Spec) (Params, error) {
 	p := Params{Limit: DefaultLimit}

@@ -24,7 +24,9 @@ import (
 	"rentalplatform/libs/config"
 	"rentalplatform/libs/docstore"
 	"rentalplatform/libs/fiberx"
+	"rentalplatform/libs/health"
 	"rentalplatform/libs/identity"
+	"rentalplatform/libs/logging"
 	"rentalplatform/libs/mongox"
 	"rentalplatform/libs/telemetry"
 )
@@ -42,7 +44,7 @@ type Process struct {
 	Store *docstore.DB
 
 	cfg       config.Base
-	logOut    *config.LogWriter // Log's output, flushed by Close
+	logOut    *logging.LogWriter // Log's output, flushed by Close
 	closers   []func(context.Context) error
 	bg        *background // nil until Go is first called
 	listeners []listener
@@ -58,8 +60,8 @@ type listener struct {
 // Open starts the parts every process shares from the shared configuration. On error nothing
 // is left open.
 func Open(ctx context.Context, name string, cfg config.Base, stdout io.Writer) (*Process, error) {
-	logOut := config.NewLogWriter(stdout)
-	p := &Process{Name: name, cfg: cfg, Log: config.Logger(logOut, name, cfg.LogLevel), logOut: logOut}
+	logOut := logging.NewLogWriter(stdout)
+	p := &Process{Name: name, cfg: cfg, Log: logging.Logger(logOut, name, cfg.LogLevel), logOut: logOut}
 	tc := cfg.Telemetry
 	if tc.ServiceName == "" {
 		tc.ServiceName = name
@@ -134,7 +136,7 @@ type Runtime struct {
 	// gateway identity.
 	App *fiber.App
 
-	checks []fiberx.Check
+	checks []health.Check
 }
 
 // Option changes how Start builds the runtime.
@@ -172,19 +174,19 @@ func Start(ctx context.Context, name string, cfg config.Base, stdout io.Writer, 
 
 // AddCheck adds a dependency to /readyz: the service is not ready without it.
 func (rt *Runtime) AddCheck(name string, fn func(context.Context) error) {
-	rt.checks = append(rt.checks, fiberx.Check{Name: name, Fn: fn})
+	rt.checks = append(rt.checks, health.Check{Name: name, Fn: fn})
 }
 
 // AddDegradingCheck adds a dependency to /readyz that the service serves without, less well
-// (fiberx.Check.Degrades): its failure is reported, and the service stays ready.
+// (health.Check.Degrades): its failure is reported, and the service stays ready.
 func (rt *Runtime) AddDegradingCheck(name string, fn func(context.Context) error) {
-	rt.checks = append(rt.checks, fiberx.Check{Name: name, Fn: fn, Degrades: true})
+	rt.checks = append(rt.checks, health.Check{Name: name, Fn: fn, Degrades: true})
 }
 
 // Serve registers the health endpoints, and serves the service on HTTP_ADDR and its metrics on
 // METRICS_ADDR until ctx ends (Process.Serve).
 func (rt *Runtime) Serve(ctx context.Context) error {
-	fiberx.Health(rt.App, rt.Log, rt.checks...)
+	health.Health(rt.App, rt.Log, rt.checks...)
 	rt.Listen("http", rt.cfg.HTTPAddr, rt.App)
 	return rt.Process.Serve(ctx)
 }

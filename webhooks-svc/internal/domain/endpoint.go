@@ -9,7 +9,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"rentalplatform/libs/apiversion"
 	"rentalplatform/libs/events"
 	"rentalplatform/libs/eventtype"
 	"rentalplatform/libs/validate"
@@ -75,7 +74,7 @@ type NewParams struct {
 	// non-nil slice was sent empty (parameter_invalid).
 	EnabledEvents []string
 	Description   *string
-	APIVersion    *string // nil: apiversion.Current
+	APIVersion    *string // nil: events.APIVersion
 	// Metadata: a key whose value is "" is not stored, as on update.
 	Metadata map[string]string
 }
@@ -95,7 +94,7 @@ func New(p NewParams) (*Endpoint, error) {
 	if p.EnabledEvents == nil {
 		return nil, missing("enabled_events")
 	}
-	events, err := normalizeEvents(p.EnabledEvents)
+	enabled, err := normalizeEvents(p.EnabledEvents)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +105,7 @@ func New(p NewParams) (*Endpoint, error) {
 		}
 		description = *p.Description
 	}
-	version := apiversion.Current
+	version := events.APIVersion
 	if p.APIVersion != nil {
 		if err := validateAPIVersion(*p.APIVersion); err != nil {
 			return nil, err
@@ -122,7 +121,7 @@ func New(p NewParams) (*Endpoint, error) {
 		account:       p.Account,
 		livemode:      p.Livemode,
 		url:           p.URL,
-		enabledEvents: events,
+		enabledEvents: enabled,
 		status:        StatusEnabled,
 		secret:        p.Secret,
 		apiVersion:    version,
@@ -415,14 +414,14 @@ var datePattern = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
 
 func validateAPIVersion(v string) error {
 	if !datePattern.MatchString(v) {
-		return invalid(CodeParameterInvalid, "api_version", "Invalid api_version: expected a date like %s, got '%s'.", apiversion.Current, v)
+		return invalid(CodeParameterInvalid, "api_version", "Invalid api_version: expected a date like %s, got '%s'.", events.APIVersion, v)
 	}
 	if _, err := time.Parse(time.DateOnly, v); err != nil {
 		return invalid(CodeParameterInvalid, "api_version", "Invalid api_version: '%s' is not a calendar date.", v)
 	}
-	if !apiversion.Supported(v) {
+	if !events.SupportedAPIVersion(v) {
 		return invalid(CodeParameterInvalid, "api_version", "Invalid api_version: '%s' is not a supported version (supported: %s).",
-			v, strings.Join(apiversion.List(), ", "))
+			v, strings.Join(events.APIVersions(), ", "))
 	}
 	return nil
 }

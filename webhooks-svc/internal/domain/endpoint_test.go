@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"rentalplatform/libs/apiversion"
 	"rentalplatform/libs/domainerr"
+	"rentalplatform/libs/events"
 	"rentalplatform/libs/validate"
 
 	"rentalplatform/webhooks-svc/internal/domain"
@@ -48,8 +48,8 @@ func TestNewDefaults(t *testing.T) {
 	if e.Status() != domain.StatusEnabled {
 		t.Errorf("status = %s, want enabled", e.Status())
 	}
-	if e.APIVersion() != apiversion.Current {
-		t.Errorf("api_version = %s, want %s", e.APIVersion(), apiversion.Current)
+	if e.APIVersion() != events.APIVersion {
+		t.Errorf("api_version = %s, want %s", e.APIVersion(), events.APIVersion)
 	}
 	if e.Description() != "" || e.Metadata() == nil || len(e.Metadata()) != 0 {
 		t.Errorf("description %q, metadata %v; want empty", e.Description(), e.Metadata())
@@ -67,7 +67,7 @@ func TestNewNormalizes(t *testing.T) {
 	p.URL = "HTTPS://Example.com:8443/a?b=c"
 	p.EnabledEvents = []string{"*", "payment_request.failed", "*", "payment_request.failed", "payment_request.succeeded"}
 	p.Description = ptr("d")
-	p.APIVersion = ptr(apiversion.Current)
+	p.APIVersion = ptr(events.APIVersion)
 	p.Metadata = map[string]string{"a": "1", "dropped": ""}
 	e, err := domain.New(p)
 	if err != nil {

@@ -14,9 +14,9 @@ import (
 
 	"rentalplatform/libs/apierr"
 	"rentalplatform/libs/domainerr"
-	"rentalplatform/libs/fiberx"
 	"rentalplatform/libs/ids"
 	"rentalplatform/libs/listing"
+	"rentalplatform/libs/request"
 
 	"rentalplatform/collections-svc/internal/app"
 	"rentalplatform/collections-svc/internal/domain"
@@ -58,7 +58,7 @@ func (h handlers) uploadFile(c *fiber.Ctx) error {
 	id := param(c, "id")
 	body := uploadBody(c)
 	defer finishBody(c, body)
-	if err := fiberx.RefuseQuery(c); err != nil {
+	if err := request.RefuseQuery(c); err != nil {
 		return err
 	}
 	mt, mtParams, err := mime.ParseMediaType(c.Get(fiber.HeaderContentType))
@@ -212,7 +212,7 @@ func (l *limitedBody) Read(p []byte) (int, error) {
 
 func (h handlers) listFiles(c *fiber.Ctx) error {
 	id := param(c, "id")
-	q, err := fiberx.Query(c)
+	q, err := request.Query(c)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"rentalplatform/libs/fiberx"
 	"rentalplatform/libs/ids"
 	"rentalplatform/libs/listing"
+	"rentalplatform/libs/request"
 	"rentalplatform/libs/validate"
 
 	"rentalplatform/collections-svc/internal/app"
@@ -29,18 +30,18 @@ func Register(r fiber.Router, svc *app.Service) {
 	h := handlers{svc: svc}
 	// Lists read their query parameters (refusing the ones they do not take); every other
 	// operation takes none, and a request that sends one is refused by name.
-	r.Post(casesPath, fiberx.NoQuery(h.createCase))
+	r.Post(casesPath, request.NoQuery(h.createCase))
 	r.Get(casesPath, h.listCases)
-	r.Get(casesPath+"/ref/:reference", fiberx.NoQuery(h.getCaseByReference))
-	r.Get(casesPath+"/:id", fiberx.NoQuery(h.getCase))
-	r.Post(casesPath+"/:id/pause", fiberx.NoQuery(lifecycle(svc.PauseCase)))
-	r.Post(casesPath+"/:id/resume", fiberx.NoQuery(lifecycle(svc.ResumeCase)))
-	r.Post(casesPath+"/:id/close", fiberx.NoQuery(h.closeCase))
-	r.Post(casesPath+"/:id/payments", fiberx.NoQuery(h.recordPayment))
+	r.Get(casesPath+"/ref/:reference", request.NoQuery(h.getCaseByReference))
+	r.Get(casesPath+"/:id", request.NoQuery(h.getCase))
+	r.Post(casesPath+"/:id/pause", request.NoQuery(lifecycle(svc.PauseCase)))
+	r.Post(casesPath+"/:id/resume", request.NoQuery(lifecycle(svc.ResumeCase)))
+	r.Post(casesPath+"/:id/close", request.NoQuery(h.closeCase))
+	r.Post(casesPath+"/:id/payments", request.NoQuery(h.recordPayment))
 	r.Get(casesPath+"/:id/payments", h.listPayments)
 	r.Post(casesPath+"/:id/files", h.uploadFile) // refuses a query itself, after reading the upload to its end
 	r.Get(casesPath+"/:id/files", h.listFiles)
-	r.Get(casesPath+"/:id/files/:file_id/content", fiberx.NoQuery(h.fileContent))
+	r.Get(casesPath+"/:id/files/:file_id/content", request.NoQuery(h.fileContent))
 }
 
 // IsUpload tells the runtime which requests get their body as a stream (the file upload);
@@ -104,7 +105,7 @@ func param(c *fiber.Ctx, name string) string { return strings.Clone(c.Params(nam
 
 func (h handlers) createCase(c *fiber.Ctx) error {
 	var p caseParams
-	if err := fiberx.DecodeJSON(c, &p); err != nil {
+	if err := request.DecodeJSON(c, &p); err != nil {
 		return err
 	}
 	in := app.CreateCase{AmountToRecover: p.AmountToRecover, Currency: p.Currency, DueDate: p.DueDate,
@@ -142,7 +143,7 @@ func (h handlers) getCaseByReference(c *fiber.Ctx) error {
 func lifecycle(move func(context.Context, app.Caller, string) (*domain.Case, error)) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		id := param(c, "id")
-		if err := fiberx.DecodeJSON(c, &noParams{}); err != nil {
+		if err := request.DecodeJSON(c, &noParams{}); err != nil {
 			return err
 		}
 		cs, err := move(c.UserContext(), caller(c), id)
@@ -156,7 +157,7 @@ func lifecycle(move func(context.Context, app.Caller, string) (*domain.Case, err
 func (h handlers) closeCase(c *fiber.Ctx) error {
 	id := param(c, "id")
 	var p closeParams
-	if err := fiberx.DecodeJSON(c, &p); err != nil {
+	if err := request.DecodeJSON(c, &p); err != nil {
 		return err
 	}
 	cs, err := h.svc.CloseCase(c.UserContext(), caller(c), id, p.CloseCode)
@@ -169,7 +170,7 @@ func (h handlers) closeCase(c *fiber.Ctx) error {
 func (h handlers) recordPayment(c *fiber.Ctx) error {
 	id := param(c, "id")
 	var p paymentParams
-	if err := fiberx.DecodeJSON(c, &p); err != nil {
+	if err := request.DecodeJSON(c, &p); err != nil {
 		return err
 	}
 	pay, cs, err := h.svc.RecordPayment(c.UserContext(), caller(c), id, app.RecordPayment{Amount: p.Amount, PaidAt: p.PaidAt, Reference: p.Reference})
@@ -181,7 +182,7 @@ func (h handlers) recordPayment(c *fiber.Ctx) error {
 
 func (h handlers) listPayments(c *fiber.Ctx) error {
 	id := param(c, "id")
-	q, err := fiberx.Query(c)
+	q, err := request.Query(c)
 	if err != nil {
 		return err
 	}
@@ -204,7 +205,7 @@ func (h handlers) listPayments(c *fiber.Ctx) error {
 var caseFilters = []string{"status", "debtor_country", "debtor_type", "creditor_reference"}
 
 func (h handlers) listCases(c *fiber.Ctx) error {
-	q, err := fiberx.Query(c)
+	q, err := request.Query(c)
 	if err != nil {
 		return err
 	}

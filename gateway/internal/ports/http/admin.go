@@ -22,6 +22,7 @@ import (
 	"rentalplatform/libs/fiberx"
 	"rentalplatform/libs/ids"
 	"rentalplatform/libs/listing"
+	"rentalplatform/libs/request"
 )
 
 // KeyAdmin manages keys (app.Service).
@@ -72,12 +73,12 @@ func NewAdmin(cfg AdminConfig) *fiber.App {
 	a := &admin{keys: cfg.Keys, tokenHash: sha256.Sum256([]byte(cfg.Token)), limit: cfg.AuthLimit}
 	app.Use(a.requireToken)
 	// The list reads its query parameters; every other operation takes none.
-	app.Post(keysPath, fiberx.NoQuery(a.create))
+	app.Post(keysPath, request.NoQuery(a.create))
 	app.Get(keysPath, a.list)
-	app.Get(keysPath+"/:id", fiberx.NoQuery(a.get))
-	app.Post(keysPath+"/:id", fiberx.NoQuery(a.update))
-	app.Post(keysPath+"/:id/revoke", fiberx.NoQuery(a.revoke))
-	app.Post(keysPath+"/:id/roll", fiberx.NoQuery(a.roll))
+	app.Get(keysPath+"/:id", request.NoQuery(a.get))
+	app.Post(keysPath+"/:id", request.NoQuery(a.update))
+	app.Post(keysPath+"/:id/revoke", request.NoQuery(a.revoke))
+	app.Post(keysPath+"/:id/roll", request.NoQuery(a.roll))
 	serveDocuments(app, cfg.Documents)
 	return app
 }
@@ -165,7 +166,7 @@ func (a *admin) create(c *fiber.Ctx) error {
 		Permissions map[string]string `json:"permissions"`
 		RateLimit   *int              `json:"rate_limit"`
 	}
-	if err := fiberx.DecodeJSON(c, &body); err != nil {
+	if err := request.DecodeJSON(c, &body); err != nil {
 		return err
 	}
 	if body.Account == nil || *body.Account == "" {
@@ -203,7 +204,7 @@ func (a *admin) create(c *fiber.Ctx) error {
 }
 
 func (a *admin) list(c *fiber.Ctx) error {
-	q, err := fiberx.Query(c)
+	q, err := request.Query(c)
 	if err != nil {
 		return err
 	}
@@ -236,7 +237,7 @@ func (a *admin) update(c *fiber.Ctx) error {
 	var body struct {
 		RateLimit json.RawMessage `json:"rate_limit"`
 	}
-	if err := fiberx.DecodeJSON(c, &body); err != nil {
+	if err := request.DecodeJSON(c, &body); err != nil {
 		return err
 	}
 	if len(body.RateLimit) == 0 {
@@ -267,7 +268,7 @@ func (a *admin) roll(c *fiber.Ctx) error {
 	var body struct {
 		ExpiresIn *int64 `json:"expires_in"`
 	}
-	if err := fiberx.DecodeJSON(c, &body); err != nil {
+	if err := request.DecodeJSON(c, &body); err != nil {
 		return err
 	}
 	if body.ExpiresIn == nil {
@@ -286,7 +287,7 @@ func (a *admin) roll(c *fiber.Ctx) error {
 
 func (a *admin) revoke(c *fiber.Ctx) error {
 	var body struct{}
-	if err := fiberx.DecodeJSON(c, &body); err != nil {
+	if err := request.DecodeJSON(c, &body); err != nil {
 		return err
 	}
 	k, err := a.keys.RevokeKey(c.UserContext(), strings.Clone(c.Params("id")))

@@ -18,10 +18,10 @@ import (
 	"rentalplatform/gateway/internal/adapters/upstream"
 	"rentalplatform/gateway/internal/app"
 	"rentalplatform/gateway/internal/domain"
-	"rentalplatform/libs/config"
 	"rentalplatform/libs/identity"
 	"rentalplatform/libs/ids"
 	"rentalplatform/libs/listing"
+	"rentalplatform/libs/logging"
 	"rentalplatform/libs/telemetry"
 )
 
@@ -130,7 +130,7 @@ func newBenchChain(b testing.TB, sampler sdktrace.Sampler, opts ...sdktrace.Trac
 		b.Fatal(err)
 	}
 
-	log := config.Logger(io.Discard, "gateway", slog.LevelInfo)
+	log := logging.Logger(io.Discard, "gateway", slog.LevelInfo)
 	keys := newBenchKeys()
 	secret := domain.NewSecret(domain.KeySecret, false)
 	k, err := domain.NewKey(ids.NewGenerator(nil).New(ids.APIKey), domain.KeySpec{Account: "acct_bench"}, secret, time.Now())

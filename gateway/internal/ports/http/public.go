@@ -26,6 +26,7 @@ import (
 	"rentalplatform/gateway/internal/domain"
 	"rentalplatform/libs/apierr"
 	"rentalplatform/libs/fiberx"
+	"rentalplatform/libs/health"
 	"rentalplatform/libs/identity"
 	"rentalplatform/libs/ids"
 )
@@ -75,7 +76,7 @@ type PublicConfig struct {
 	// records nothing.
 	MeterProvider metric.MeterProvider
 	// Checks are the /readyz dependencies.
-	Checks []fiberx.Check
+	Checks []health.Check
 	// Documents are served to anyone, before authentication: the API's contract and its
 	// reference page.
 	Documents []Document
@@ -144,7 +145,7 @@ func NewPublic(cfg PublicConfig) *fiber.App {
 	guardServer(app, cfg.IDs)
 
 	app.Use(p.guardBody)
-	fiberx.Health(app, cfg.Logger, cfg.Checks...)
+	health.Health(app, cfg.Logger, cfg.Checks...)
 	serveDocuments(app, cfg.Documents)
 	app.Use(p.serve)
 	return app

@@ -13,6 +13,7 @@ import (
 	"rentalplatform/libs/fiberx"
 	"rentalplatform/libs/ids"
 	"rentalplatform/libs/listing"
+	"rentalplatform/libs/request"
 
 	"rentalplatform/payments-svc/internal/app"
 	"rentalplatform/payments-svc/internal/domain"
@@ -32,16 +33,16 @@ func Register(r fiber.Router, svc *app.Service) {
 	h := handlers{svc: svc}
 	// Lists read their query parameters (refusing the ones they do not take); every other
 	// operation takes none, and a request that sends one is refused by name.
-	r.Post(agreementsPath, fiberx.NoQuery(h.createAgreement))
+	r.Post(agreementsPath, request.NoQuery(h.createAgreement))
 	r.Get(agreementsPath, h.listAgreements)
-	r.Get(agreementsPath+"/:id", fiberx.NoQuery(h.getAgreement))
-	r.Post(agreementsPath+"/:id/cancel", fiberx.NoQuery(h.cancelAgreement))
-	r.Post(requestsPath, fiberx.NoQuery(h.createRequest))
-	r.Post(bulkPath, fiberx.NoQuery(h.createRequests))
+	r.Get(agreementsPath+"/:id", request.NoQuery(h.getAgreement))
+	r.Post(agreementsPath+"/:id/cancel", request.NoQuery(h.cancelAgreement))
+	r.Post(requestsPath, request.NoQuery(h.createRequest))
+	r.Post(bulkPath, request.NoQuery(h.createRequests))
 	r.Get(requestsPath, h.listRequests)
-	r.Get(requestsPath+"/:id", fiberx.NoQuery(h.getRequest))
-	r.Post(requestsPath+"/:id/cancel", fiberx.NoQuery(h.cancelRequest))
-	r.Post(advancePath, fiberx.NoQuery(h.advanceRequest))
+	r.Get(requestsPath+"/:id", request.NoQuery(h.getRequest))
+	r.Post(requestsPath+"/:id/cancel", request.NoQuery(h.cancelRequest))
+	r.Post(advancePath, request.NoQuery(h.advanceRequest))
 }
 
 // Bodies: pointers tell "absent" from "empty"; unknown parameters are refused by name.
@@ -95,7 +96,7 @@ func pathID(c *fiber.Ctx) string { return strings.Clone(c.Params("id")) }
 
 func (h handlers) createAgreement(c *fiber.Ctx) error {
 	var p agreementParams
-	if err := fiberx.DecodeJSON(c, &p); err != nil {
+	if err := request.DecodeJSON(c, &p); err != nil {
 		return err
 	}
 	in := app.CreateAgreement{Metadata: p.Metadata}
@@ -128,7 +129,7 @@ func (h handlers) getAgreement(c *fiber.Ctx) error {
 
 func (h handlers) cancelAgreement(c *fiber.Ctx) error {
 	id := pathID(c)
-	if err := fiberx.DecodeJSON(c, &noParams{}); err != nil {
+	if err := request.DecodeJSON(c, &noParams{}); err != nil {
 		return err
 	}
 	a, err := h.svc.CancelAgreement(c.UserContext(), caller(c), id)
@@ -139,7 +140,7 @@ func (h handlers) cancelAgreement(c *fiber.Ctx) error {
 }
 
 func (h handlers) listAgreements(c *fiber.Ctx) error {
-	q, err := fiberx.Query(c)
+	q, err := request.Query(c)
 	if err != nil {
 		return err
 	}
@@ -168,7 +169,7 @@ func (h handlers) listAgreements(c *fiber.Ctx) error {
 
 func (h handlers) createRequest(c *fiber.Ctx) error {
 	var p requestParams
-	if err := fiberx.DecodeJSON(c, &p); err != nil {
+	if err := request.DecodeJSON(c, &p); err != nil {
 		return err
 	}
 	r, err := h.svc.CreateRequest(c.UserContext(), caller(c), p.input())
@@ -191,7 +192,7 @@ type bulkJSON struct {
 
 func (h handlers) createRequests(c *fiber.Ctx) error {
 	var p bulkParams
-	if err := fiberx.DecodeJSON(c, &p); err != nil {
+	if err := request.DecodeJSON(c, &p); err != nil {
 		return err
 	}
 	var in []app.CreateRequest
@@ -222,7 +223,7 @@ func (h handlers) getRequest(c *fiber.Ctx) error {
 
 func (h handlers) cancelRequest(c *fiber.Ctx) error {
 	id := pathID(c)
-	if err := fiberx.DecodeJSON(c, &noParams{}); err != nil {
+	if err := request.DecodeJSON(c, &noParams{}); err != nil {
 		return err
 	}
 	r, err := h.svc.CancelRequest(c.UserContext(), caller(c), id)
@@ -234,7 +235,7 @@ func (h handlers) cancelRequest(c *fiber.Ctx) error {
 
 func (h handlers) advanceRequest(c *fiber.Ctx) error {
 	id := pathID(c)
-	if err := fiberx.DecodeJSON(c, &noParams{}); err != nil {
+	if err := request.DecodeJSON(c, &noParams{}); err != nil {
 		return err
 	}
 	r, err := h.svc.AdvanceRequest(c.UserContext(), caller(c), id)
@@ -245,7 +246,7 @@ func (h handlers) advanceRequest(c *fiber.Ctx) error {
 }
 
 func (h handlers) listRequests(c *fiber.Ctx) error {
-	q, err := fiberx.Query(c)
+	q, err := request.Query(c)
 	if err != nil {
 		return err
 	}

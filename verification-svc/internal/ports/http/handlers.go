@@ -11,6 +11,7 @@ import (
 	"rentalplatform/libs/fiberx"
 	"rentalplatform/libs/ids"
 	"rentalplatform/libs/listing"
+	"rentalplatform/libs/request"
 	"rentalplatform/libs/validate"
 
 	"rentalplatform/verification-svc/internal/app"
@@ -32,13 +33,13 @@ func Register(r fiber.Router, svc *app.Service) {
 	h := handlers{svc: svc}
 	// Lists read their query parameters (refusing the ones they do not take); every other
 	// operation takes none, and a request that sends one is refused by name.
-	r.Post(basePath, fiberx.NoQuery(h.create))
+	r.Post(basePath, request.NoQuery(h.create))
 	r.Get(basePath, h.list)
-	r.Get(basePath+"/:id", fiberx.NoQuery(h.get))
-	r.Post(basePath+"/:id/cancel", fiberx.NoQuery(h.cancel))
-	r.Post(basePath+"/:id/redact", fiberx.NoQuery(h.redact))
-	r.Get(reportsPath+"/:id", fiberx.NoQuery(h.report))
-	r.Post(helperPath+"/:id/advance", fiberx.NoQuery(h.advance))
+	r.Get(basePath+"/:id", request.NoQuery(h.get))
+	r.Post(basePath+"/:id/cancel", request.NoQuery(h.cancel))
+	r.Post(basePath+"/:id/redact", request.NoQuery(h.redact))
+	r.Get(reportsPath+"/:id", request.NoQuery(h.report))
+	r.Post(helperPath+"/:id/advance", request.NoQuery(h.advance))
 }
 
 // createParams is the body of POST /v1/verification_sessions. Pointers tell "absent" from
@@ -91,7 +92,7 @@ func pathID(c *fiber.Ctx) string { return strings.Clone(c.Params("id")) }
 
 func (h handlers) create(c *fiber.Ctx) error {
 	var p createParams
-	if err := fiberx.DecodeJSON(c, &p); err != nil {
+	if err := request.DecodeJSON(c, &p); err != nil {
 		return err
 	}
 	in := app.CreateSession{Products: p.Products, RedirectURL: p.RedirectURL, WebhookURL: p.WebhookURL, Metadata: p.Metadata}
@@ -119,7 +120,7 @@ func (h handlers) get(c *fiber.Ctx) error {
 }
 
 func (h handlers) list(c *fiber.Ctx) error {
-	q, err := fiberx.Query(c)
+	q, err := request.Query(c)
 	if err != nil {
 		return err
 	}
@@ -153,7 +154,7 @@ func (h handlers) list(c *fiber.Ctx) error {
 func (h handlers) cancel(c *fiber.Ctx) error {
 	id := pathID(c)
 	var p cancelParams
-	if err := fiberx.DecodeJSON(c, &p); err != nil {
+	if err := request.DecodeJSON(c, &p); err != nil {
 		return err
 	}
 	s, err := h.svc.Cancel(c.UserContext(), caller(c), id, p.CancellationReason)
@@ -166,7 +167,7 @@ func (h handlers) cancel(c *fiber.Ctx) error {
 func (h handlers) redact(c *fiber.Ctx) error {
 	id := pathID(c)
 	var p struct{}
-	if err := fiberx.DecodeJSON(c, &p); err != nil {
+	if err := request.DecodeJSON(c, &p); err != nil {
 		return err
 	}
 	s, err := h.svc.Redact(c.UserContext(), caller(c), id)
@@ -190,7 +191,7 @@ func (h handlers) advance(c *fiber.Ctx) error {
 		return app.ErrTestModeOnly
 	}
 	var p advanceParams
-	if err := fiberx.DecodeJSON(c, &p); err != nil {
+	if err := request.DecodeJSON(c, &p); err != nil {
 		return err
 	}
 	var failure *domain.FailureParams

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"rentalplatform/api"
-	"rentalplatform/libs/apiversion"
+	"rentalplatform/libs/events"
 	"rentalplatform/libs/eventtype"
 )
 
@@ -97,8 +97,8 @@ func TestAPIVersionIsTheContracts(t *testing.T) {
 	if err := json.Unmarshal(api.PublicJSON(), &doc); err != nil {
 		t.Fatal(err)
 	}
-	if doc.Info.Version != apiversion.Current {
-		t.Errorf("info.version %s, the API's current version is %s", doc.Info.Version, apiversion.Current)
+	if doc.Info.Version != events.APIVersion {
+		t.Errorf("info.version %s, the API's current version is %s", doc.Info.Version, events.APIVersion)
 	}
 	var pinnable []string
 	for _, v := range doc.Components.Schemas["CreateWebhookEndpointBody"].Properties["api_version"].Enum {
@@ -106,7 +106,7 @@ func TestAPIVersionIsTheContracts(t *testing.T) {
 			pinnable = append(pinnable, v)
 		}
 	}
-	if !slices.Equal(pinnable, apiversion.List()) {
-		t.Errorf("CreateWebhookEndpointBody.api_version takes %v, the platform renders %v", pinnable, apiversion.List())
+	if !slices.Equal(pinnable, events.APIVersions()) {
+		t.Errorf("CreateWebhookEndpointBody.api_version takes %v, the platform renders %v", pinnable, events.APIVersions())
 	}
 }

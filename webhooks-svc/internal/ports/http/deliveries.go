@@ -8,9 +8,9 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"rentalplatform/libs/apierr"
-	"rentalplatform/libs/fiberx"
 	"rentalplatform/libs/ids"
 	"rentalplatform/libs/listing"
+	"rentalplatform/libs/request"
 	"rentalplatform/libs/validate"
 
 	"rentalplatform/webhooks-svc/internal/domain"
@@ -76,7 +76,7 @@ func renderDelivery(d *domain.Delivery) deliveryJSON {
 // deliveryPage answers a list of the deliveries of one event or to one endpoint: only the
 // common list parameters.
 func (h handlers) deliveryPage(c *fiber.Ctx, path string, list func(p listing.Params) ([]*domain.Delivery, bool, error)) error {
-	q, err := fiberx.Query(c)
+	q, err := request.Query(c)
 	if err != nil {
 		return err
 	}
@@ -102,7 +102,7 @@ func renderDeliveries(c *fiber.Ctx, path string, page []*domain.Delivery, hasMor
 
 // listDeliveries answers GET /v1/webhook_deliveries: every delivery of the caller's, filtered.
 func (h handlers) listDeliveries(c *fiber.Ctx) error {
-	q, err := fiberx.Query(c)
+	q, err := request.Query(c)
 	if err != nil {
 		return err
 	}
@@ -169,7 +169,7 @@ func (h handlers) endpointDeliveries(c *fiber.Ctx) error {
 
 func (h handlers) retryDelivery(c *fiber.Ctx) error {
 	id := pathID(c)
-	if err := fiberx.DecodeJSON(c, &struct{}{}); err != nil {
+	if err := request.DecodeJSON(c, &struct{}{}); err != nil {
 		return err
 	}
 	d, err := h.svc.RetryDelivery(c.UserContext(), caller(c), id)

@@ -8,8 +8,8 @@ import (
 
 	"rentalplatform/libs/apierr"
 	"rentalplatform/libs/eventtype"
-	"rentalplatform/libs/fiberx"
 	"rentalplatform/libs/listing"
+	"rentalplatform/libs/request"
 	"rentalplatform/libs/validate"
 
 	"rentalplatform/webhooks-svc/internal/app"
@@ -40,7 +40,7 @@ func renderEventType(e eventtype.Entry) eventTypeJSON {
 
 // listEventTypes answers GET /v1/event_types, the catalogue ordered by type (app.ListEventTypes).
 func (h handlers) listEventTypes(c *fiber.Ctx) error {
-	q, err := fiberx.Query(c)
+	q, err := request.Query(c)
 	if err != nil {
 		return err
 	}

@@ -12,9 +12,9 @@ import (
 	"rentalplatform/libs/apierr"
 	"rentalplatform/libs/events"
 	"rentalplatform/libs/eventtype"
-	"rentalplatform/libs/fiberx"
 	"rentalplatform/libs/ids"
 	"rentalplatform/libs/listing"
+	"rentalplatform/libs/request"
 	"rentalplatform/libs/validate"
 
 	"rentalplatform/webhooks-svc/internal/domain"
@@ -40,7 +40,7 @@ func (h handlers) getEvent(c *fiber.Ctx) error {
 }
 
 func (h handlers) listEvents(c *fiber.Ctx) error {
-	q, err := fiberx.Query(c)
+	q, err := request.Query(c)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"rentalplatform/libs/fiberx"
 	"rentalplatform/libs/ids"
 	"rentalplatform/libs/listing"
+	"rentalplatform/libs/request"
 
 	"rentalplatform/webhooks-svc/internal/app"
 	"rentalplatform/webhooks-svc/internal/domain"
@@ -27,18 +28,18 @@ func Register(r fiber.Router, svc *app.Service) {
 	h := handlers{svc: svc}
 	// Lists read their query parameters (refusing the ones they do not take); every other
 	// operation takes none, and a request that sends one is refused by name.
-	r.Post(basePath, fiberx.NoQuery(h.create))
+	r.Post(basePath, request.NoQuery(h.create))
 	r.Get(basePath, h.list)
-	r.Get(basePath+"/:id", fiberx.NoQuery(h.get))
-	r.Post(basePath+"/:id", fiberx.NoQuery(h.update))
-	r.Delete(basePath+"/:id", fiberx.NoQuery(h.delete))
-	r.Post(basePath+"/:id/rotate_secret", fiberx.NoQuery(h.rotateSecret))
+	r.Get(basePath+"/:id", request.NoQuery(h.get))
+	r.Post(basePath+"/:id", request.NoQuery(h.update))
+	r.Delete(basePath+"/:id", request.NoQuery(h.delete))
+	r.Post(basePath+"/:id/rotate_secret", request.NoQuery(h.rotateSecret))
 	r.Get(basePath+"/:id/deliveries", h.endpointDeliveries)
 	r.Get(eventsPath, h.listEvents)
-	r.Get(eventsPath+"/:id", fiberx.NoQuery(h.getEvent))
+	r.Get(eventsPath+"/:id", request.NoQuery(h.getEvent))
 	r.Get(eventsPath+"/:id/deliveries", h.eventDeliveries)
 	r.Get(deliveriesPath, h.listDeliveries)
-	r.Post(deliveriesPath+"/:id/retry", fiberx.NoQuery(h.retryDelivery))
+	r.Post(deliveriesPath+"/:id/retry", request.NoQuery(h.retryDelivery))
 	r.Get(eventTypesPath, h.listEventTypes)
 }
 
@@ -67,7 +68,7 @@ func pathID(c *fiber.Ctx) string { return strings.Clone(c.Params("id")) }
 
 func (h handlers) create(c *fiber.Ctx) error {
 	var p createParams
-	if err := fiberx.DecodeJSON(c, &p); err != nil {
+	if err := request.DecodeJSON(c, &p); err != nil {
 		return err
 	}
 	in := app.CreateEndpoint{
@@ -94,7 +95,7 @@ type rotateParams struct {
 func (h handlers) rotateSecret(c *fiber.Ctx) error {
 	id := pathID(c)
 	var p rotateParams
-	if err := fiberx.DecodeJSON(c, &p); err != nil {
+	if err := request.DecodeJSON(c, &p); err != nil {
 		return err
 	}
 	e, err := h.svc.RotateSecret(c.UserContext(), caller(c), id, p.ExpiresIn)
@@ -116,7 +117,7 @@ func (h handlers) get(c *fiber.Ctx) error {
 func (h handlers) update(c *fiber.Ctx) error {
 	id := pathID(c)
 	var p updateParams
-	if err := fiberx.DecodeJSON(c, &p); err != nil {
+	if err := request.DecodeJSON(c, &p); err != nil {
 		return err
 	}
 	e, err := h.svc.Update(c.UserContext(), caller(c), id, domain.Changes{
@@ -141,7 +142,7 @@ func (h handlers) delete(c *fiber.Ctx) error {
 }
 
 func (h handlers) list(c *fiber.Ctx) error {
-	q, err := fiberx.Query(c)
+	q, err := request.Query(c)
 	if err != nil {
 		return err
 	}

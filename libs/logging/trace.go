@@ -1,19 +1,22 @@
-package telemetry
+// Package logging is how every process logs: JSON lines on stdout (Logger), written in batches
+// (LogWriter), each line logged inside a span carrying its trace and span ids (TraceHandler).
+package logging
 
 import (
 	"context"
 	"encoding/hex"
+	"io"
 	"log/slog"
 	"unsafe"
 
 	"go.opentelemetry.io/otel/trace"
 )
 
-// LogHandler wraps h so that every record logged with a context holding a span carries that
+// TraceHandler wraps h so that every record logged with a context holding a span carries that
 // span's trace_id and span_id: a log line found by its request id leads to its trace, and a
 // slow span in a trace leads to the lines written while it ran. Records logged without a
 // context (or outside any span) are passed on unchanged.
-func LogHandler(h slog.Handler) slog.Handler { return traceHandler{h} }
+func TraceHandler(h slog.Handler) slog.Handler { return traceHandler{h} }
 
 type traceHandler struct{ slog.Handler }
 
@@ -36,4 +39,12 @@ func (h traceHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 
 func (h traceHandler) WithGroup(name string) slog.Handler {
 	return traceHandler{h.Handler.WithGroup(name)}
+}
+
+// Logger returns the JSON logger every process writes to stdout. A line logged with a context
+// inside a span carries its trace_id and span_id (TraceHandler). A process passes its stdout
+// through a LogWriter, so lines are written in batches, and flushes it before it exits.
+func Logger(w io.Writer, service string, level slog.Level) *slog.Logger {
+	h := slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})
+	return slog.New(TraceHandler(h)).With("service", service)
 }
