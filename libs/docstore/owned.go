@@ -26,7 +26,7 @@ func CurrentOwned[D Owned](ctx context.Context, docs *Collection[D], id, account
 
 // ownedOnly passes on a read's result when the document is the caller's, notFound(id) when not.
 func ownedOnly[D Owned](d D, err error, id, account string, livemode bool, notFound func(string) error) (D, error) {
-	if err == nil && !d.OwnedBy(account, livemode) {
+	if err == nil && (account == "" || !d.OwnedBy(account, livemode)) {
 		var zero D
 		return zero, notFound(id)
 	}
@@ -36,15 +36,26 @@ func ownedOnly[D Owned](d D, err error, id, account string, livemode bool, notFo
 // UpdateOwned is Update of a document of the caller's: it loads the aggregate the document
 // holds (load), applies fn, and stores the result in the document (store, which may refuse the
 // aggregate, and then nothing is written: Infallible adapts one that cannot); a document of
-// another owner is notFound(id) and is not written. An empty account skips the owner check: the
-// service's own engine changing an aggregate it found by id, never a caller (the gateway's
-// identity always names an account). fn may run more than once (Update retries on a conflict),
-// so it only changes the aggregate it is given.
+// another owner is notFound(id) and is not written, and so is every document for a caller
+// that names no account. fn may run more than once (Update retries on a conflict), so it only
+// changes the aggregate it is given.
 func UpdateOwned[D Owned, A any](ctx context.Context, docs *Collection[D], id, account string, livemode bool,
+	notFound func(string) error, load func(D) A, store func(*D, A) error, fn func(A) error) (A, error) {
+	return update(ctx, docs, id, func(d D) bool { return account != "" && d.OwnedBy(account, livemode) }, notFound, load, store, fn)
+}
+
+// UpdateAny is UpdateOwned without the owner check: the service's own work on an aggregate it
+// found by id (an expiry, a retry, the engine), never a caller's request.
+func UpdateAny[D, A any](ctx context.Context, docs *Collection[D], id string,
+	load func(D) A, store func(*D, A) error, fn func(A) error) (A, error) {
+	return update(ctx, docs, id, func(D) bool { return true }, nil, load, store, fn)
+}
+
+func update[D, A any](ctx context.Context, docs *Collection[D], id string, mine func(D) bool,
 	notFound func(string) error, load func(D) A, store func(*D, A) error, fn func(A) error) (A, error) {
 	var out A
 	_, err := docs.Update(ctx, id, func(d *D) error {
-		if account != "" && !(*d).OwnedBy(account, livemode) {
+		if !mine(*d) {
 			return notFound(id)
 		}
 		a := load(*d)

@@ -51,7 +51,7 @@ func (s *Service) cascade(ctx context.Context, agreement string, caller *Caller)
 	deadline := time.Now().Add(s.cfg.CancelWait)
 	var errs []error
 	for _, r := range open {
-		if _, err := s.cancelRequest(ctx, r.ID(), "", false, domain.StopAgreementCancelled, caller, time.Until(deadline)); err != nil &&
+		if _, err := s.cancelRequest(ctx, r.ID(), r.Account(), r.Livemode(), domain.StopAgreementCancelled, caller, time.Until(deadline)); err != nil &&
 			!errors.Is(err, domain.ErrRequestNotFound) {
 			errs = append(errs, fmt.Errorf("cancel %s: %w", r.ID(), err))
 		}
@@ -59,7 +59,7 @@ func (s *Service) cascade(ctx context.Context, agreement string, caller *Caller)
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	_, err = s.Agreements.Update(ctx, agreement, "", false, func(a *domain.Agreement) error {
+	_, err = s.Agreements.UpdateAny(ctx, agreement, func(a *domain.Agreement) error {
 		a.CascadeDone()
 		return nil
 	})

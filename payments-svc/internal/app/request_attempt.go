@@ -184,7 +184,7 @@ func (s *Service) failMethods(ctx context.Context, agreement string, hard []doma
 	if len(hard) == 0 {
 		return nil
 	}
-	_, err := s.Agreements.Update(ctx, agreement, "", false, func(a *domain.Agreement) error {
+	_, err := s.Agreements.UpdateAny(ctx, agreement, func(a *domain.Agreement) error {
 		before, err := events.FieldsOf(s.cfg.RenderAgreement(a))
 		if err != nil {
 			return err

@@ -22,10 +22,12 @@ type AgreementRepository interface {
 	Get(ctx context.Context, id, account string, livemode bool) (*Agreement, error)
 	// Load is Get for the engine, whatever the owner.
 	Load(ctx context.Context, id string) (*Agreement, error)
-	// Update reads the agreement, passes it to fn and stores the result unless fn fails (then
-	// nothing is stored and fn's error is returned). fn may run more than once, so it only
-	// changes the agreement it is given. An empty account skips the owner check (the engine).
+	// Update reads the caller's agreement, passes it to fn and stores the result unless fn
+	// fails (then nothing is stored and fn's error is returned). fn may run more than once, so
+	// it only changes the agreement it is given.
 	Update(ctx context.Context, id, account string, livemode bool, fn func(*Agreement) error) (*Agreement, error)
+	// UpdateAny is Update for the engine, whatever the owner.
+	UpdateAny(ctx context.Context, id string, fn func(*Agreement) error) (*Agreement, error)
 	List(ctx context.Context, account string, livemode bool, f AgreementFilter, p listing.Params) ([]*Agreement, bool, error)
 	// Cascading returns up to limit cancelled agreements whose requests may not all be
 	// cancelled yet.
@@ -45,7 +47,7 @@ type RequestRepository interface {
 	Get(ctx context.Context, id, account string, livemode bool) (*Request, error)
 	// Load is Get for the engine, whatever the owner.
 	Load(ctx context.Context, id string) (*Request, error)
-	// Update is as AgreementUpdate's; an empty account skips the owner check (the engine).
+	// Update is as AgreementRepository's.
 	Update(ctx context.Context, id, account string, livemode bool, fn func(*Request) error) (*Request, error)
 	// Attempt is the engine's change around a charge: claim (stored before charge runs, so
 	// nothing else changes the request meanwhile), charge, with the request as claimed, then

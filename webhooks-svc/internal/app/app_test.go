@@ -172,7 +172,7 @@ func TestIngestCompletesAfterACrashAndNeverDoubles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rec, err := e.events.Get(t.Context(), ev.ID)
+	rec, err := e.events.Load(t.Context(), ev.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestIngestCompletesAfterACrashAndNeverDoubles(t *testing.T) {
 		t.Fatalf("targets %+v", rec.Targets)
 	}
 	for _, tg := range rec.Targets {
-		d, err := e.delivs.Get(t.Context(), tg.Delivery)
+		d, err := e.delivs.Load(t.Context(), tg.Delivery)
 		if err != nil || d.Endpoint() != tg.Endpoint || !d.Due(1) {
 			t.Fatalf("delivery %s: %v %v", tg.Delivery, d, err)
 		}
@@ -198,7 +198,7 @@ func TestDeliverRunsEachAttemptOnce(t *testing.T) {
 	if err := e.svc.Ingest(t.Context(), ev); err != nil {
 		t.Fatal(err)
 	}
-	rec, _ := e.events.Get(t.Context(), ev.ID)
+	rec, _ := e.events.Load(t.Context(), ev.ID)
 	id := rec.Targets[0].Delivery
 	ctx := t.Context()
 	if err := e.svc.Deliver(ctx, id, 2); err != nil || len(e.sender.sent) != 0 {
@@ -224,7 +224,7 @@ func TestDeliverRunsEachAttemptOnce(t *testing.T) {
 	if err := e.svc.Deliver(ctx, id, 2); err != nil {
 		t.Fatal(err)
 	}
-	rec, _ = e.events.Get(ctx, ev.ID)
+	rec, _ = e.events.Load(ctx, ev.ID)
 	if rec.PendingWebhooks() != 0 || !rec.DeliverySuccess() {
 		t.Fatalf("event after success: %+v", rec.Targets)
 	}
@@ -241,7 +241,7 @@ func TestDeletingAnEndpointFailsItsPendingDeliveries(t *testing.T) {
 	if err := e.svc.Delete(t.Context(), e.caller, ep.ID()); err != nil {
 		t.Fatal(err)
 	}
-	rec, _ := e.events.Get(t.Context(), ev.ID)
+	rec, _ := e.events.Load(t.Context(), ev.ID)
 	if rec.PendingWebhooks() != 0 || rec.FailedWebhooks() != 1 {
 		t.Fatalf("event after the endpoint was deleted: %+v", rec.Targets)
 	}
@@ -297,18 +297,18 @@ func TestPurgeExpired(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rec, _ := e.events.Get(t.Context(), old.ID)
+	rec, _ := e.events.Load(t.Context(), old.ID)
 	evs, dels, err := e.svc.PurgeExpired(t.Context()) // retention: 1h
 	if err != nil || evs != 1 || dels != 1 {
 		t.Fatalf("PurgeExpired = %d events, %d deliveries, %v", evs, dels, err)
 	}
-	if _, err := e.events.Get(t.Context(), old.ID); !errors.Is(err, domain.ErrEventNotFound) {
+	if _, err := e.events.Load(t.Context(), old.ID); !errors.Is(err, domain.ErrEventNotFound) {
 		t.Fatalf("old event: %v", err)
 	}
-	if _, err := e.delivs.Get(t.Context(), rec.Targets[0].Delivery); !errors.Is(err, domain.ErrDeliveryNotFound) {
+	if _, err := e.delivs.Load(t.Context(), rec.Targets[0].Delivery); !errors.Is(err, domain.ErrDeliveryNotFound) {
 		t.Fatalf("old event's delivery: %v", err)
 	}
-	if _, err := e.events.Get(t.Context(), recent.ID); err != nil {
+	if _, err := e.events.Load(t.Context(), recent.ID); err != nil {
 		t.Fatalf("recent event: %v", err)
 	}
 	// Its leftover attempt task finds nothing and sends nothing.
@@ -338,11 +338,11 @@ func TestInlineFirstAttempts(t *testing.T) {
 			if err := e.svc.Ingest(t.Context(), ev); err != nil {
 				t.Fatal(err)
 			}
-			rec, err := e.events.Get(t.Context(), ev.ID)
+			rec, err := e.events.Load(t.Context(), ev.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
-			d, err := e.delivs.Get(t.Context(), rec.Targets[0].Delivery)
+			d, err := e.delivs.Load(t.Context(), rec.Targets[0].Delivery)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -379,9 +379,9 @@ func TestInlineFirstAttemptAnsweredLate(t *testing.T) {
 	if err := e.svc.Ingest(t.Context(), ev); err != nil {
 		t.Fatal(err)
 	}
-	rec, _ := e.events.Get(t.Context(), ev.ID)
+	rec, _ := e.events.Load(t.Context(), ev.ID)
 	id := rec.Targets[0].Delivery
-	d, err := e.delivs.Get(t.Context(), id)
+	d, err := e.delivs.Load(t.Context(), id)
 	if err != nil || d.Status() != domain.DeliveryPending || len(d.Attempts()) != 0 || e.sched.count() != 0 {
 		t.Fatalf("while the attempt is in flight: %+v %v, %d tasks", d, err, e.sched.count())
 	}
@@ -389,8 +389,8 @@ func TestInlineFirstAttemptAnsweredLate(t *testing.T) {
 	// The late answer is recorded on the delivery, then on the event: wait for both.
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		d, err = e.delivs.Get(t.Context(), id)
-		rec, _ = e.events.Get(t.Context(), ev.ID)
+		d, err = e.delivs.Load(t.Context(), id)
+		rec, _ = e.events.Load(t.Context(), ev.ID)
 		if err == nil && d.Status() == domain.DeliverySucceeded && len(d.Attempts()) == 1 && rec.DeliverySuccess() {
 			break
 		}
@@ -420,9 +420,9 @@ func TestInlineFanOutCompletesAfterACrash(t *testing.T) {
 	if err := e.svc.Ingest(t.Context(), ev); err != nil {
 		t.Fatal(err)
 	}
-	rec, _ := e.events.Get(t.Context(), ev.ID)
+	rec, _ := e.events.Load(t.Context(), ev.ID)
 	for _, tg := range rec.Targets {
-		if d, err := e.delivs.Get(t.Context(), tg.Delivery); err != nil || !d.Due(1) {
+		if d, err := e.delivs.Load(t.Context(), tg.Delivery); err != nil || !d.Due(1) {
 			t.Fatalf("delivery %s after the redelivered fan-out: %+v %v", tg.Delivery, d, err)
 		}
 	}
@@ -444,7 +444,7 @@ func TestInlineFirstAttemptsBoundedPerEndpoint(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rec, _ := e.events.Get(t.Context(), second.ID)
+	rec, _ := e.events.Load(t.Context(), second.ID)
 	if _, queued := e.sched.tasks[rec.Targets[0].Delivery+":1"]; !queued || e.sched.count() != 1 || e.sender.sends() != 1 {
 		t.Fatalf("tasks %v, %d sends: want the second delivery queued, one send in flight", e.sched.tasks, e.sender.sends())
 	}

@@ -60,7 +60,7 @@ func (s *Service) Deliver(ctx context.Context, id string, attempt int) error {
 		return err
 	}
 	if ep.Status() != domain.StatusEnabled {
-		_, err := s.Deliveries.Update(ctx, id, func(d *domain.Delivery) error {
+		_, err := s.Deliveries.UpdateAny(ctx, id, func(d *domain.Delivery) error {
 			if !d.Park(attempt) {
 				return errUnchanged
 			}
@@ -135,7 +135,7 @@ func (s *Service) request(ep *domain.Endpoint, ev events.Event) (Request, error)
 // delivery's new state take effect (settle) and the endpoint's health follow (noteOutcome).
 func (s *Service) record(ctx context.Context, id string, attempt int, ep *domain.Endpoint, res domain.Result) error {
 	var outcome domain.Outcome
-	d, err := s.Deliveries.Update(ctx, id, func(d *domain.Delivery) error {
+	d, err := s.Deliveries.UpdateAny(ctx, id, func(d *domain.Delivery) error {
 		o, err := d.Record(attempt, res, s.cfg.Schedule, s.rnd())
 		outcome = o
 		return err
@@ -177,14 +177,14 @@ func (s *Service) ensureScheduled(ctx context.Context, d *domain.Delivery) error
 
 // abandon fails a pending delivery that can never be made.
 func (s *Service) abandon(ctx context.Context, id string) error {
-	d, err := s.Deliveries.Update(ctx, id, func(d *domain.Delivery) error {
+	d, err := s.Deliveries.UpdateAny(ctx, id, func(d *domain.Delivery) error {
 		if !d.Abandon() {
 			return errUnchanged
 		}
 		return nil
 	})
 	if errors.Is(err, errUnchanged) {
-		if d, err = s.Deliveries.Get(ctx, id); err != nil {
+		if d, err = s.Deliveries.Load(ctx, id); err != nil {
 			return err
 		}
 	}

@@ -17,7 +17,7 @@ func (s *Service) resume(ctx context.Context, endpoint string) {
 	}
 	now := s.Now()
 	for _, p := range pending {
-		d, err := s.Deliveries.Update(ctx, p.ID(), func(d *domain.Delivery) error {
+		d, err := s.Deliveries.UpdateAny(ctx, p.ID(), func(d *domain.Delivery) error {
 			if !d.Resume(now) {
 				return errUnchanged
 			}

@@ -17,12 +17,9 @@ func (s *Service) RetryDelivery(ctx context.Context, caller Caller, id string) (
 	if !ids.Valid(domain.DeliveryIDPrefix, id) {
 		return nil, domain.DeliveryNotFound(id)
 	}
-	d, err := s.Deliveries.Get(ctx, id)
+	d, err := s.Deliveries.Get(ctx, id, caller.Account, caller.Livemode)
 	if err != nil {
 		return nil, err
-	}
-	if !d.OwnedBy(caller.Account, caller.Livemode) {
-		return nil, domain.DeliveryNotFound(id)
 	}
 	if !d.ToDestination() {
 		ep, err := s.Endpoints.Get(ctx, d.Endpoint(), caller.Account, caller.Livemode)
@@ -37,7 +34,7 @@ func (s *Service) RetryDelivery(ctx context.Context, caller Caller, id string) (
 		}
 	}
 	now := s.Now()
-	d, err = s.Deliveries.Update(ctx, id, func(d *domain.Delivery) error {
+	d, err = s.Deliveries.Update(ctx, id, caller.Account, caller.Livemode, func(d *domain.Delivery) error {
 		d.Retry(now)
 		return nil
 	})

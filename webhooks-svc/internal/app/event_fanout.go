@@ -103,7 +103,7 @@ func (s *Service) fanOutInline(ctx context.Context, ev events.Event, ds []*domai
 		if !created[i] {
 			// Stored by someone else meanwhile (another consumer of the same event): theirs
 			// stands; make sure it has had its effects.
-			stored, err := s.Deliveries.Get(ctx, d.ID())
+			stored, err := s.Deliveries.Load(ctx, d.ID())
 			if err != nil {
 				return err
 			}

@@ -41,7 +41,7 @@ func (s *Service) Ingest(ctx context.Context, ev events.Event) error {
 	for i, d := range ds {
 		if !created[i] {
 			// Made by an earlier run of this task: it may have moved on since.
-			if d, err = s.Deliveries.Get(ctx, d.ID()); err != nil {
+			if d, err = s.Deliveries.Load(ctx, d.ID()); err != nil {
 				return err
 			}
 		}
@@ -74,7 +74,7 @@ func (s *Service) store(ctx context.Context, ev events.Event) (*domain.EventReco
 		return nil, false, err
 	}
 	if !inserted {
-		rec, err := s.Events.Get(ctx, ev.ID)
+		rec, err := s.Events.Load(ctx, ev.ID)
 		return rec, false, err
 	}
 	return rec, true, nil

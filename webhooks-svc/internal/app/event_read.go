@@ -14,14 +14,7 @@ func (s *Service) GetEvent(ctx context.Context, caller Caller, id string) (*doma
 	if !ids.Valid(ids.Event, id) {
 		return nil, domain.EventNotFound(id)
 	}
-	rec, err := s.Events.Get(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if rec.Event.Account != caller.Account || rec.Event.Livemode != caller.Livemode {
-		return nil, domain.EventNotFound(id)
-	}
-	return rec, nil
+	return s.Events.Get(ctx, id, caller.Account, caller.Livemode)
 }
 
 // ListEvents returns one page of the caller's events, newest first, filtered.

@@ -51,9 +51,10 @@ type EventRepository interface {
 	// Insert stores the record; false when an event with its id is already stored (and then
 	// nothing is changed).
 	Insert(ctx context.Context, r *EventRecord) (bool, error)
-	// Get returns the record whatever its account (callers check the owner), or
-	// ErrEventNotFound.
-	Get(ctx context.Context, id string) (*EventRecord, error)
+	// Get returns the caller's record, or ErrEventNotFound (for one of another owner too).
+	Get(ctx context.Context, id, account string, livemode bool) (*EventRecord, error)
+	// Load is Get for the service's own work, whatever the owner.
+	Load(ctx context.Context, id string) (*EventRecord, error)
 	// Event returns the event itself (not where its deliveries stand), which never changes once
 	// stored, so it may come from memory; or ErrEventNotFound.
 	Event(ctx context.Context, id string) (events.Event, error)
@@ -84,15 +85,18 @@ type DeliveryRepository interface {
 	// CreateAll is Create for several deliveries at once; it reports for each whether it
 	// was new.
 	CreateAll(ctx context.Context, ds []*Delivery) ([]bool, error)
-	// Get returns the delivery whatever its account (callers check the owner), or
-	// ErrDeliveryNotFound.
-	Get(ctx context.Context, id string) (*Delivery, error)
+	// Get returns the caller's delivery, or ErrDeliveryNotFound (for one of another owner too).
+	Get(ctx context.Context, id, account string, livemode bool) (*Delivery, error)
+	// Load is Get for the service's own work, whatever the owner.
+	Load(ctx context.Context, id string) (*Delivery, error)
 	// Cached is Get for the delivery path: it may answer with the delivery as this process
 	// last read or wrote it, which another process may have changed since.
 	Cached(ctx context.Context, id string) (*Delivery, error)
-	// Update reads the delivery, applies fn and stores the result unless fn fails; as
+	// Update reads the caller's delivery, applies fn and stores the result unless fn fails; as
 	// Repository.Update.
-	Update(ctx context.Context, id string, fn func(*Delivery) error) (*Delivery, error)
+	Update(ctx context.Context, id, account string, livemode bool, fn func(*Delivery) error) (*Delivery, error)
+	// UpdateAny is Update for the service's own work (attempts, resumes), whatever the owner.
+	UpdateAny(ctx context.Context, id string, fn func(*Delivery) error) (*Delivery, error)
 	// List returns one page of the account's deliveries in the mode that f selects, newest
 	// first, and whether more lie beyond it in the direction read (see listing.Params; the
 	// created bounds are on the delivery's creation).

@@ -182,6 +182,11 @@ func (r *Agreements) Update(ctx context.Context, id, account string, livemode bo
 	return docstore.UpdateOwned(ctx, r.docs, id, account, livemode, domain.AgreementNotFound, agreementDoc.agreement, docstore.Infallible((*agreementDoc).set), fn)
 }
 
+// UpdateAny implements domain.AgreementRepository (docstore.UpdateAny).
+func (r *Agreements) UpdateAny(ctx context.Context, id string, fn func(*domain.Agreement) error) (*domain.Agreement, error) {
+	return docstore.UpdateAny(ctx, r.docs, id, agreementDoc.agreement, docstore.Infallible((*agreementDoc).set), fn)
+}
+
 // List implements domain.AgreementRepository.
 func (r *Agreements) List(ctx context.Context, account string, livemode bool, f domain.AgreementFilter, p listing.Params) ([]*domain.Agreement, bool, error) {
 	filter := bson.D{{Key: "account", Value: account}, {Key: "livemode", Value: livemode}}

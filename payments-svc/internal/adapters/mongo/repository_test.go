@@ -62,7 +62,7 @@ func TestRequestsRoundTripAndQueries(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := repo.Update(ctx, "preq_03", "", false, func(r *domain.Request) error {
+	if _, err := repo.Update(ctx, "preq_03", "acct_1", false, func(r *domain.Request) error {
 		_, err := r.ClaimAttempt(1, "tok", t0, time.Minute)
 		return err
 	}); err != nil {

@@ -270,9 +270,9 @@ func (r *Sessions) Update(ctx context.Context, id, account string, livemode bool
 	return docstore.UpdateOwned(ctx, r.docs, id, account, livemode, domain.SessionNotFound, document.session, (*document).set, fn)
 }
 
-// UpdateAny implements domain.Repository: no owner check (docstore.UpdateOwned with no account).
+// UpdateAny implements domain.Repository (docstore.UpdateAny).
 func (r *Sessions) UpdateAny(ctx context.Context, id string, fn func(*domain.Session) error) (*domain.Session, error) {
-	return r.Update(ctx, id, "", false, fn)
+	return docstore.UpdateAny(ctx, r.docs, id, document.session, (*document).set, fn)
 }
 
 // List implements domain.Repository.

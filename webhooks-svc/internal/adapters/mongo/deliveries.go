@@ -149,8 +149,22 @@ func (r *Deliveries) CreateAll(ctx context.Context, ds []*domain.Delivery) ([]bo
 	return r.docs.InsertAll(ctx, docs)
 }
 
+// OwnedBy implements docstore.Owned.
+func (d deliveryDoc) OwnedBy(account string, livemode bool) bool {
+	return d.Account == account && d.Livemode == livemode
+}
+
 // Get implements domain.DeliveryRepository.
-func (r *Deliveries) Get(ctx context.Context, id string) (*domain.Delivery, error) {
+func (r *Deliveries) Get(ctx context.Context, id, account string, livemode bool) (*domain.Delivery, error) {
+	d, err := docstore.GetOwned(ctx, r.docs, id, account, livemode, domain.DeliveryNotFound)
+	if err != nil {
+		return nil, err
+	}
+	return d.delivery(), nil
+}
+
+// Load implements domain.DeliveryRepository.
+func (r *Deliveries) Load(ctx context.Context, id string) (*domain.Delivery, error) {
 	d, err := r.docs.Get(ctx, id)
 	if err != nil {
 		return nil, err
@@ -168,22 +182,17 @@ func (r *Deliveries) Cached(ctx context.Context, id string) (*domain.Delivery, e
 }
 
 // Update implements domain.DeliveryRepository.
-func (r *Deliveries) Update(ctx context.Context, id string, fn func(*domain.Delivery) error) (*domain.Delivery, error) {
-	var out *domain.Delivery
-	_, err := r.docs.Update(ctx, id, func(d *deliveryDoc) error {
-		del := d.delivery()
-		if err := fn(del); err != nil {
-			return err
-		}
-		out = del
-		*d = toDeliveryDoc(del)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+func (r *Deliveries) Update(ctx context.Context, id, account string, livemode bool, fn func(*domain.Delivery) error) (*domain.Delivery, error) {
+	return docstore.UpdateOwned(ctx, r.docs, id, account, livemode, domain.DeliveryNotFound, deliveryDoc.delivery, docstore.Infallible(storeDelivery), fn)
 }
+
+// UpdateAny implements domain.DeliveryRepository (docstore.UpdateAny).
+func (r *Deliveries) UpdateAny(ctx context.Context, id string, fn func(*domain.Delivery) error) (*domain.Delivery, error) {
+	return docstore.UpdateAny(ctx, r.docs, id, deliveryDoc.delivery, docstore.Infallible(storeDelivery), fn)
+}
+
+// storeDelivery stores del in d (the store keeps d's version and outbox).
+func storeDelivery(d *deliveryDoc, del *domain.Delivery) { *d = toDeliveryDoc(del) }
 
 func (r *Deliveries) page(ctx context.Context, filter bson.D, p listing.Params) ([]*domain.Delivery, bool, error) {
 	docs, hasMore, err := r.docs.Page(ctx, filter, p)

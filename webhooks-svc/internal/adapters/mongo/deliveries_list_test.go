@@ -35,7 +35,7 @@ func deliveryOf(t *testing.T, repo *mongo.Deliveries, gen *ids.Generator, accoun
 		return d.ID()
 	}
 	answer := map[domain.DeliveryStatus]int{domain.DeliverySucceeded: 200, domain.DeliveryFailed: 410}[status]
-	if _, err := repo.Update(t.Context(), d.ID(), func(d *domain.Delivery) error {
+	if _, err := repo.UpdateAny(t.Context(), d.ID(), func(d *domain.Delivery) error {
 		_, err := d.Record(1, domain.Result{At: created, Status: answer}, domain.Schedule{time.Minute}, 0)
 		return err
 	}); err != nil {

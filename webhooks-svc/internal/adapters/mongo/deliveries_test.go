@@ -67,8 +67,17 @@ func TestDeliveryStore(t *testing.T) {
 		if ok, err := repo.Create(ctx, other); ok || err != nil {
 			t.Fatalf("another delivery of the same event to the same endpoint: %v, %v", ok, err)
 		}
-		if _, err := repo.Get(ctx, other.ID()); !errors.Is(err, domain.ErrDeliveryNotFound) {
+		if _, err := repo.Load(ctx, other.ID()); !errors.Is(err, domain.ErrDeliveryNotFound) {
 			t.Fatalf("the refused delivery was stored: %v", err)
+		}
+		if got, err := repo.Get(ctx, d.ID(), f.account, false); err != nil || got.ID() != d.ID() {
+			t.Fatalf("Get by its owner = %v, %v", got, err)
+		}
+		if _, err := repo.Get(ctx, d.ID(), "acct_other", false); !errors.Is(err, domain.ErrDeliveryNotFound) {
+			t.Fatalf("Get by another account: %v", err)
+		}
+		if _, err := repo.Update(ctx, d.ID(), f.account, true, func(*domain.Delivery) error { return nil }); !errors.Is(err, domain.ErrDeliveryNotFound) {
+			t.Fatalf("Update in the other mode: %v", err)
 		}
 	})
 
@@ -87,7 +96,7 @@ func TestDeliveryStore(t *testing.T) {
 			t.Fatalf("CreateAll = %v, %v", got, err)
 		}
 		for i, d := range batch {
-			_, err := repo.Get(ctx, d.ID())
+			_, err := repo.Load(ctx, d.ID())
 			if stored := err == nil; stored != (i != 2) {
 				t.Errorf("delivery %d stored: %v (%v)", i, stored, err)
 			}
@@ -99,7 +108,7 @@ func TestDeliveryStore(t *testing.T) {
 		f := newDeliveryFixture(t, repo)
 		d := f.create("evt_"+f.gen.New(""), "we_1", time.Now())
 		at := time.Now().Truncate(time.Millisecond)
-		got, err := repo.Update(ctx, d.ID(), func(d *domain.Delivery) error {
+		got, err := repo.UpdateAny(ctx, d.ID(), func(d *domain.Delivery) error {
 			_, err := d.Record(1, domain.Result{At: at, Duration: 12 * time.Millisecond, Status: 500}, domain.Schedule{time.Minute}, 0.5)
 			if err != nil {
 				return err
@@ -110,7 +119,7 @@ func TestDeliveryStore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		stored, err := repo.Get(ctx, d.ID())
+		stored, err := repo.Load(ctx, d.ID())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -133,13 +142,13 @@ func TestDeliveryStore(t *testing.T) {
 		var wg sync.WaitGroup
 		for range 8 {
 			wg.Go(func() {
-				if _, err := repo.Update(ctx, d.ID(), func(d *domain.Delivery) error { d.Retry(time.Now()); return nil }); err != nil {
+				if _, err := repo.UpdateAny(ctx, d.ID(), func(d *domain.Delivery) error { d.Retry(time.Now()); return nil }); err != nil {
 					t.Error(err)
 				}
 			})
 		}
 		wg.Wait()
-		if got, _ := repo.Get(ctx, d.ID()); got.Seq() != 9 {
+		if got, _ := repo.Load(ctx, d.ID()); got.Seq() != 9 {
 			t.Fatalf("seq %d after 8 concurrent retries, want 9", got.Seq())
 		}
 	})
@@ -174,7 +183,7 @@ func TestDeliveryStore(t *testing.T) {
 			t.Fatalf("Pending: %v %v", pending, err)
 		}
 		// Overdue: due before the cutoff, pending, with an attempt scheduled.
-		if _, err := repo.Update(ctx, toEp.ID(), func(d *domain.Delivery) error { d.Park(1); return nil }); err != nil {
+		if _, err := repo.UpdateAny(ctx, toEp.ID(), func(d *domain.Delivery) error { d.Park(1); return nil }); err != nil {
 			t.Fatal(err)
 		}
 		overdue, err := repo.Overdue(ctx, time.Now().Add(time.Second), 1000)
@@ -208,10 +217,10 @@ func TestDeliveryStore(t *testing.T) {
 		if n, err := repo.Purge(ctx, now.Add(-90*time.Minute)); n != 1 || err != nil {
 			t.Fatalf("Purge = %d, %v", n, err)
 		}
-		if _, err := repo.Get(ctx, old.ID()); !errors.Is(err, domain.ErrDeliveryNotFound) {
+		if _, err := repo.Load(ctx, old.ID()); !errors.Is(err, domain.ErrDeliveryNotFound) {
 			t.Fatalf("old delivery: %v", err)
 		}
-		if _, err := repo.Get(ctx, keep.ID()); err != nil {
+		if _, err := repo.Load(ctx, keep.ID()); err != nil {
 			t.Fatalf("recent delivery: %v", err)
 		}
 	})
@@ -245,7 +254,7 @@ func TestDeliveryStoredBeforeErrorCodes(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	d, err := repo.Get(ctx, id)
+	d, err := repo.Load(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +273,7 @@ func TestDeliveryStoredBeforeErrorCodes(t *testing.T) {
 	}
 
 	// Rewriting the delivery stores codes and drops the old text.
-	if _, err := repo.Update(ctx, id, func(d *domain.Delivery) error {
+	if _, err := repo.UpdateAny(ctx, id, func(d *domain.Delivery) error {
 		if !d.Park(4) {
 			return errors.New("not parked")
 		}

@@ -117,8 +117,22 @@ func (r *Events) Insert(ctx context.Context, rec *domain.EventRecord) (bool, err
 	return r.docs.Insert(ctx, toEventDoc(rec))
 }
 
+// OwnedBy implements docstore.Owned.
+func (d eventDoc) OwnedBy(account string, livemode bool) bool {
+	return d.Account == account && d.Livemode == livemode
+}
+
 // Get implements domain.EventRepository.
-func (r *Events) Get(ctx context.Context, id string) (*domain.EventRecord, error) {
+func (r *Events) Get(ctx context.Context, id, account string, livemode bool) (*domain.EventRecord, error) {
+	d, err := docstore.GetOwned(ctx, r.docs, id, account, livemode, domain.EventNotFound)
+	if err != nil {
+		return nil, err
+	}
+	return d.record(), nil
+}
+
+// Load implements domain.EventRepository.
+func (r *Events) Load(ctx context.Context, id string) (*domain.EventRecord, error) {
 	d, err := r.docs.Get(ctx, id)
 	if err != nil {
 		return nil, err

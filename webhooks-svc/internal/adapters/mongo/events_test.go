@@ -78,7 +78,7 @@ func TestEventStore(t *testing.T) {
 		if ok, err := repo.Insert(ctx, again); ok || err != nil {
 			t.Fatalf("second Insert = %v, %v; want false, nil", ok, err)
 		}
-		got, err := repo.Get(ctx, rec.Event.ID)
+		got, err := repo.Load(ctx, rec.Event.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,8 +87,19 @@ func TestEventStore(t *testing.T) {
 		if string(want) != string(have) || len(got.Targets) != 2 || got.PendingWebhooks() != 2 {
 			t.Fatalf("stored\n%s\nwant\n%s\ntargets %+v", have, want, got.Targets)
 		}
-		if _, err := repo.Get(ctx, f.gen.New(ids.Event)); !errors.Is(err, domain.ErrEventNotFound) {
+		if _, err := repo.Load(ctx, f.gen.New(ids.Event)); !errors.Is(err, domain.ErrEventNotFound) {
 			t.Fatalf("Get of a missing event: %v", err)
+		}
+		if got, err := repo.Get(ctx, rec.Event.ID, rec.Event.Account, rec.Event.Livemode); err != nil || got.Event.ID != rec.Event.ID {
+			t.Fatalf("Get by its owner = %v, %v", got, err)
+		}
+		for _, o := range []struct {
+			account  string
+			livemode bool
+		}{{"acct_other", rec.Event.Livemode}, {rec.Event.Account, !rec.Event.Livemode}, {"", rec.Event.Livemode}} {
+			if _, err := repo.Get(ctx, rec.Event.ID, o.account, o.livemode); !errors.Is(err, domain.ErrEventNotFound) {
+				t.Fatalf("Get by %+v: %v; want not found", o, err)
+			}
 		}
 	})
 
@@ -109,7 +120,7 @@ func TestEventStore(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		got, _ := repo.Get(ctx, rec.Event.ID)
+		got, _ := repo.Load(ctx, rec.Event.ID)
 		if got.PendingWebhooks() != 0 || got.FailedWebhooks() != 1 || got.Event.PendingWebhooks != 0 || got.DeliverySuccess() {
 			t.Fatalf("after concurrent updates: %+v", got.Targets)
 		}
@@ -182,11 +193,11 @@ func TestEventStore(t *testing.T) {
 			t.Fatalf("Purge = %d, %v", n, err)
 		}
 		for _, id := range old {
-			if _, err := repo.Get(ctx, id); !errors.Is(err, domain.ErrEventNotFound) {
+			if _, err := repo.Load(ctx, id); !errors.Is(err, domain.ErrEventNotFound) {
 				t.Errorf("%s survived the purge: %v", id, err)
 			}
 		}
-		if _, err := repo.Get(ctx, keep.Event.ID); err != nil {
+		if _, err := repo.Load(ctx, keep.Event.ID); err != nil {
 			t.Fatalf("recent event purged: %v", err)
 		}
 	})
