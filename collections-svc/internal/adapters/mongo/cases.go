@@ -11,7 +11,6 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"rentalplatform/libs/docstore"
 	"rentalplatform/libs/domainerr"
@@ -54,25 +53,16 @@ func NewCases(db *docstore.DB, relay *outbox.Relay) *Cases {
 // account_livemode_id newest first and checking created on each, which it does for recent
 // windows. Either is bounded by the window's size; docs/api.md says so.
 func CaseIndexes() []mongo.IndexModel {
-	idx := func(name string, fields ...string) mongo.IndexModel {
-		keys := bson.D{{Key: "account", Value: 1}, {Key: "livemode", Value: 1}}
-		for _, f := range fields {
-			keys = append(keys, bson.E{Key: f, Value: 1})
-		}
-		keys = append(keys, bson.E{Key: "_id", Value: -1})
-		return mongo.IndexModel{Keys: keys, Options: options.Index().SetName(name)}
-	}
+	reference := docstore.Index("account_livemode_reference", "account", "livemode", "reference")
+	reference.Options.SetUnique(true)
 	return []mongo.IndexModel{
-		{
-			Keys:    bson.D{{Key: "account", Value: 1}, {Key: "livemode", Value: 1}, {Key: "reference", Value: 1}},
-			Options: options.Index().SetName("account_livemode_reference").SetUnique(true),
-		},
-		idx("account_livemode_id"),
-		idx("account_livemode_status_id", "status"),
-		idx("account_livemode_debtor_country_id", "debtor.country"),
-		idx("account_livemode_debtor_type_id", "debtor.type"),
-		idx("account_livemode_creditor_reference_id", "creditor_reference"),
-		idx("account_livemode_created_id", "created"),
+		reference,
+		docstore.ListIndex("account_livemode_id"),
+		docstore.ListIndex("account_livemode_status_id", "status"),
+		docstore.ListIndex("account_livemode_debtor_country_id", "debtor.country"),
+		docstore.ListIndex("account_livemode_debtor_type_id", "debtor.type"),
+		docstore.ListIndex("account_livemode_creditor_reference_id", "creditor_reference"),
+		docstore.ListIndex("account_livemode_created_id", "created"),
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"rentalplatform/libs/docstore"
 	"rentalplatform/libs/listing"
@@ -34,10 +33,7 @@ func NewFiles(db *docstore.DB, relay *outbox.Relay) *Files {
 
 // FileIndexes back the list of a case's files, newest first.
 func FileIndexes() []mongo.IndexModel {
-	return []mongo.IndexModel{{
-		Keys:    bson.D{{Key: "account", Value: 1}, {Key: "livemode", Value: 1}, {Key: "collection_case", Value: 1}, {Key: "_id", Value: -1}},
-		Options: options.Index().SetName("account_livemode_case_id"),
-	}}
+	return []mongo.IndexModel{docstore.ListIndex("account_livemode_case_id", "collection_case")}
 }
 
 // EnsureIndexes declares FileIndexes.

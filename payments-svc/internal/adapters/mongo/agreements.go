@@ -51,19 +51,12 @@ const agreementCache = 10000
 // AgreementIndexes are the indexes the agreement queries rely on: lists by account and mode
 // (and status), newest first; the reconciler's unfinished cascades.
 func AgreementIndexes() []mongo.IndexModel {
+	cascading := docstore.Index("cascading", "cascading")
+	cascading.Options.SetSparse(true)
 	return []mongo.IndexModel{
-		{
-			Keys:    bson.D{{Key: "account", Value: 1}, {Key: "livemode", Value: 1}, {Key: "_id", Value: -1}},
-			Options: options.Index().SetName("account_livemode_id"),
-		},
-		{
-			Keys:    bson.D{{Key: "account", Value: 1}, {Key: "livemode", Value: 1}, {Key: "status", Value: 1}, {Key: "_id", Value: -1}},
-			Options: options.Index().SetName("account_livemode_status_id"),
-		},
-		{
-			Keys:    bson.D{{Key: "cascading", Value: 1}},
-			Options: options.Index().SetName("cascading").SetSparse(true),
-		},
+		docstore.ListIndex("account_livemode_id"),
+		docstore.ListIndex("account_livemode_status_id", "status"),
+		cascading,
 	}
 }
 

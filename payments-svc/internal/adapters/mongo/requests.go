@@ -43,26 +43,15 @@ func NewRequests(db *docstore.DB, relay *outbox.Relay) *Requests {
 // requests (its cancellation's cascade); the reconciler's overdue attempts, stale claims and
 // full pass.
 func RequestIndexes() []mongo.IndexModel {
-	idx := func(name string, keys ...string) mongo.IndexModel {
-		d := bson.D{}
-		for _, k := range keys {
-			dir := 1
-			if k == "-_id" {
-				k, dir = "_id", -1
-			}
-			d = append(d, bson.E{Key: k, Value: dir})
-		}
-		return mongo.IndexModel{Keys: d, Options: options.Index().SetName(name)}
-	}
 	return []mongo.IndexModel{
-		idx("account_livemode_id", "account", "livemode", "-_id"),
-		idx("account_livemode_agreement_id", "account", "livemode", "payment_agreement", "-_id"),
-		idx("account_livemode_status_id", "account", "livemode", "status", "-_id"),
-		idx("account_livemode_agreement_status_id", "account", "livemode", "payment_agreement", "status", "-_id"),
-		idx("agreement_status", "payment_agreement", "status"),
-		idx("status_due_at", "status", "due_at"),
-		idx("status_claim_at", "status", "claim.at"),
-		idx("status_id", "status", "_id"),
+		docstore.ListIndex("account_livemode_id"),
+		docstore.ListIndex("account_livemode_agreement_id", "payment_agreement"),
+		docstore.ListIndex("account_livemode_status_id", "status"),
+		docstore.ListIndex("account_livemode_agreement_status_id", "payment_agreement", "status"),
+		docstore.Index("agreement_status", "payment_agreement", "status"),
+		docstore.Index("status_due_at", "status", "due_at"),
+		docstore.Index("status_claim_at", "status", "claim.at"),
+		docstore.Index("status_id", "status", "_id"),
 	}
 }
 

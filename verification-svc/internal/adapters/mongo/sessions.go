@@ -50,31 +50,22 @@ func NewSessions(db *docstore.DB, relay *outbox.Relay) *Sessions {
 // expirable are the statuses the expiry sweep looks for.
 var expirable = bson.A{string(domain.StatusCreated), string(domain.StatusPending)}
 
-// indexes back every query: the list (account and mode, each filter and both together, then
+// SessionIndexes back every query: the list (account and mode, each filter and both together, then
 // _id for the newest-first order) and the expiry sweep (status, then expires_at). Reads by id
 // use the _id index.
-func indexes() []mongo.IndexModel {
-	scoped := func(keys ...string) mongo.IndexModel {
-		d := bson.D{{Key: "account", Value: 1}, {Key: "livemode", Value: 1}}
-		name := "account_livemode"
-		for _, k := range keys {
-			d = append(d, bson.E{Key: k, Value: 1})
-			name += "_" + k
-		}
-		return mongo.IndexModel{Keys: append(d, bson.E{Key: "_id", Value: -1}), Options: options.Index().SetName(name + "_id")}
-	}
+func SessionIndexes() []mongo.IndexModel {
 	return []mongo.IndexModel{
-		scoped(),
-		scoped("status"),
-		scoped("applicant_email"),
-		scoped("status", "applicant_email"),
-		{Keys: bson.D{{Key: "status", Value: 1}, {Key: "expires_at", Value: 1}}, Options: options.Index().SetName("status_expires_at")},
+		docstore.ListIndex("account_livemode_id"),
+		docstore.ListIndex("account_livemode_status_id", "status"),
+		docstore.ListIndex("account_livemode_applicant_email_id", "applicant_email"),
+		docstore.ListIndex("account_livemode_status_applicant_email_id", "status", "applicant_email"),
+		docstore.Index("status_expires_at", "status", "expires_at"),
 	}
 }
 
 // EnsureIndexes declares the indexes the queries need.
 func (r *Sessions) EnsureIndexes(ctx context.Context) error {
-	return r.docs.EnsureIndexes(ctx, indexes()...)
+	return r.docs.EnsureIndexes(ctx, SessionIndexes()...)
 }
 
 // document is the stored form. created is Unix seconds (the API's unit); expires_at is a date,

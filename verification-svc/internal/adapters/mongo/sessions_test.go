@@ -335,7 +335,7 @@ func TestIndexes(t *testing.T) {
 		return out
 	}
 	declared := map[string]bool{}
-	for _, m := range indexes() {
+	for _, m := range SessionIndexes() {
 		declared[strings.Join(keysOf(m.Keys), ",")] = true
 	}
 	for _, want := range []string{
@@ -359,7 +359,7 @@ func TestIndexes(t *testing.T) {
 		return
 	}
 	names := servicetest.IndexNames(t, f.db, Collection)
-	for _, m := range indexes() {
+	for _, m := range SessionIndexes() {
 		var o options.IndexOptions
 		for _, set := range m.Options.List() {
 			_ = set(&o)

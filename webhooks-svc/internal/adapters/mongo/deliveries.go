@@ -38,40 +38,30 @@ func NewDeliveries(db *docstore.DB) *Deliveries {
 // EnsureIndexes declares deliveryIndexes and the retention index where the store has TTL
 // indexes; it reports whether it does.
 func (r *Deliveries) EnsureIndexes(ctx context.Context, retention time.Duration) (bool, error) {
-	if err := r.docs.EnsureIndexes(ctx, deliveryIndexes()...); err != nil {
+	if err := r.docs.EnsureIndexes(ctx, DeliveryIndexes()...); err != nil {
 		return false, err
 	}
 	return r.docs.EnsureTTL(ctx, "event_created_at_ttl", "event_created_at", retention)
 }
 
-// deliveryIndexes are the unique (event, endpoint) index that keeps a redelivered event from
+// DeliveryIndexes are the unique (event, endpoint) index that keeps a redelivered event from
 // doubling its deliveries; one list index per filter of List (account and mode, the filter's
 // field, then _id for the newest-first order; filters given together are served by one of them
 // and checked on the documents it selects); the indexes of an endpoint's pending deliveries and
 // of overdue ones; and the purge's.
-func deliveryIndexes() []mongo.IndexModel {
-	idx := func(name string, keys bson.D) mongo.IndexModel {
-		return mongo.IndexModel{Keys: keys, Options: options.Index().SetName(name)}
-	}
-	scoped := func(name string, fields ...string) mongo.IndexModel {
-		keys := bson.D{{Key: "account", Value: 1}, {Key: "livemode", Value: 1}}
-		for _, f := range fields {
-			keys = append(keys, bson.E{Key: f, Value: 1})
-		}
-		return idx(name, append(keys, bson.E{Key: "_id", Value: -1}))
-	}
-	unique := idx("event_endpoint", bson.D{{Key: "event", Value: 1}, {Key: "endpoint", Value: 1}})
+func DeliveryIndexes() []mongo.IndexModel {
+	unique := docstore.Index("event_endpoint", "event", "endpoint")
 	unique.Options.SetUnique(true)
 	return []mongo.IndexModel{
 		unique,
-		scoped("account_livemode_id"),
-		scoped("account_livemode_event_id", "event"),
-		scoped("account_livemode_endpoint_id", "endpoint"),
-		scoped("account_livemode_status_id", "status"),
-		scoped("account_livemode_created_id", "created"),
-		idx("endpoint_status", bson.D{{Key: "endpoint", Value: 1}, {Key: "status", Value: 1}}),
-		idx("status_next_attempt_at", bson.D{{Key: "status", Value: 1}, {Key: "next_attempt_at", Value: 1}}),
-		idx("event_created_at", bson.D{{Key: "event_created_at", Value: 1}}),
+		docstore.ListIndex("account_livemode_id"),
+		docstore.ListIndex("account_livemode_event_id", "event"),
+		docstore.ListIndex("account_livemode_endpoint_id", "endpoint"),
+		docstore.ListIndex("account_livemode_status_id", "status"),
+		docstore.ListIndex("account_livemode_created_id", "created"),
+		docstore.Index("endpoint_status", "endpoint", "status"),
+		docstore.Index("status_next_attempt_at", "status", "next_attempt_at"),
+		docstore.Index("event_created_at", "event_created_at"),
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"rentalplatform/libs/docstore"
 	"rentalplatform/libs/domainerr"
@@ -46,23 +45,22 @@ func NewEvents(db *docstore.DB) *Events {
 // newest-first order), the purge's index on created, and the TTL index where the store has
 // them; it reports whether it does.
 func (r *Events) EnsureIndexes(ctx context.Context, retention time.Duration) (ttl bool, err error) {
-	scoped := func(name string, keys ...string) mongo.IndexModel {
-		d := bson.D{{Key: "account", Value: 1}, {Key: "livemode", Value: 1}}
-		for _, k := range keys {
-			d = append(d, bson.E{Key: k, Value: 1})
-		}
-		return mongo.IndexModel{Keys: append(d, bson.E{Key: "_id", Value: -1}), Options: options.Index().SetName(name)}
-	}
-	if err := r.docs.EnsureIndexes(ctx,
-		scoped("account_livemode_id"),
-		scoped("account_livemode_type_id", "type"),
-		scoped("account_livemode_family_id", "family"),
-		scoped("account_livemode_delivery_success_id", "delivery_success"),
-		mongo.IndexModel{Keys: bson.D{{Key: "created", Value: 1}}, Options: options.Index().SetName("created")},
-	); err != nil {
+	if err := r.docs.EnsureIndexes(ctx, EventIndexes()...); err != nil {
 		return false, err
 	}
 	return r.docs.EnsureTTL(ctx, "created_at_ttl", "created_at", retention)
+}
+
+// EventIndexes are the list indexes (account and mode, then each filter, then _id for the
+// newest-first order) and the purge's index on created.
+func EventIndexes() []mongo.IndexModel {
+	return []mongo.IndexModel{
+		docstore.ListIndex("account_livemode_id"),
+		docstore.ListIndex("account_livemode_type_id", "type"),
+		docstore.ListIndex("account_livemode_family_id", "family"),
+		docstore.ListIndex("account_livemode_delivery_success_id", "delivery_success"),
+		docstore.Index("created", "created"),
+	}
 }
 
 // eventDoc is a stored event: the event exactly as it waited in its service's outbox

@@ -64,10 +64,12 @@ func NewRepository(db *docstore.DB, relay *outbox.Relay, cacheTTL time.Duration)
 // EnsureIndexes declares the indexes the queries need. Reads by id use the _id index; lists and
 // the fan-out filter on account and mode and sort by _id.
 func (r *Repository) EnsureIndexes(ctx context.Context) error {
-	return r.docs.EnsureIndexes(ctx, mongo.IndexModel{
-		Keys:    bson.D{{Key: "account", Value: 1}, {Key: "livemode", Value: 1}, {Key: "_id", Value: -1}},
-		Options: options.Index().SetName("account_livemode_id"),
-	})
+	return r.docs.EnsureIndexes(ctx, EndpointIndexes()...)
+}
+
+// EndpointIndexes are the list's (and the fan-out's) index.
+func EndpointIndexes() []mongo.IndexModel {
+	return []mongo.IndexModel{docstore.ListIndex("account_livemode_id")}
 }
 
 // document is the stored form. created is Unix seconds, the unit of the API and of the
