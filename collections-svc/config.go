@@ -49,7 +49,7 @@ func loadConfig(getenv config.Getenv) (Config, error) {
 			Phone: r.String("COLLECTIONS_PARTNER_PHONE", defaultPartner.Phone),
 			Site:  r.String("COLLECTIONS_PARTNER_SITE", defaultPartner.Site),
 		},
-		OutboxRelayInterval: r.Duration("OUTBOX_RELAY_INTERVAL", time.Second),
+		OutboxRelayInterval: r.PositiveDuration("OUTBOX_RELAY_INTERVAL", time.Second),
 	}
 	errs := []error{baseErr, r.Err()}
 	if _, err := asynqx.RedisOpt(cfg.RedisURL); err != nil {
@@ -66,9 +66,6 @@ func loadConfig(getenv config.Getenv) (Config, error) {
 		if check != nil {
 			errs = append(errs, check)
 		}
-	}
-	if cfg.OutboxRelayInterval <= 0 {
-		errs = append(errs, fmt.Errorf("OUTBOX_RELAY_INTERVAL must be longer than 0"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)

@@ -66,7 +66,7 @@ func loadConfig(getenv func(string) string) (Config, error) {
 			Payments:     r.String("PAYMENTS_URL", "http://127.0.0.1:8093"),
 			Webhooks:     r.String("WEBHOOKS_URL", "http://127.0.0.1:8094"),
 		},
-		UpstreamTimeout: r.Duration("UPSTREAM_TIMEOUT", 30*time.Second),
+		UpstreamTimeout: r.PositiveDuration("UPSTREAM_TIMEOUT", 30*time.Second),
 		BodyLimit:       r.Bytes("BODY_LIMIT", 1<<20),
 		// collections-svc's largest upload: a 25 MiB file and 1 MiB of form around it. The gateway
 		// refuses a longer body itself instead of streaming it to the service's 413.
@@ -75,8 +75,8 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		RateLimitLive:      r.Int("GATEWAY_RATE_LIMIT_LIVE", 100, 0, domain.MaxRateLimit),
 		RateLimitTest:      r.Int("GATEWAY_RATE_LIMIT_TEST", 25, 0, domain.MaxRateLimit),
 		AuthFailureLimit:   r.Int("GATEWAY_AUTH_FAILURE_LIMIT", 60, 0, domain.MaxRateLimit),
-		RateLimitTimeout:   r.Duration("GATEWAY_RATE_LIMIT_TIMEOUT", app.DefaultRateTimeout),
-		IdempotencyTTL:     r.Duration("GATEWAY_IDEMPOTENCY_TTL", app.DefaultIdempotencyTTL),
+		RateLimitTimeout:   r.PositiveDuration("GATEWAY_RATE_LIMIT_TIMEOUT", app.DefaultRateTimeout),
+		IdempotencyTTL:     r.PositiveDuration("GATEWAY_IDEMPOTENCY_TTL", app.DefaultIdempotencyTTL),
 		IdempotencyLockTTL: r.Duration("GATEWAY_IDEMPOTENCY_LOCK_TTL", app.DefaultIdempotencyLockTTL),
 		KeyCacheTTL:        r.Duration("GATEWAY_KEY_CACHE_TTL", app.DefaultCacheTTL),
 	}
@@ -87,15 +87,6 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	errs := []error{baseErr, r.Err()}
 	if c.AdminToken != "" && len(c.AdminToken) < minAdminTokenLen {
 		errs = append(errs, fmt.Errorf("ADMIN_TOKEN must be at least %d characters", minAdminTokenLen))
-	}
-	if c.UpstreamTimeout <= 0 {
-		errs = append(errs, errors.New("UPSTREAM_TIMEOUT must be positive"))
-	}
-	if c.IdempotencyTTL <= 0 {
-		errs = append(errs, errors.New("GATEWAY_IDEMPOTENCY_TTL must be positive"))
-	}
-	if c.RateLimitTimeout <= 0 {
-		errs = append(errs, errors.New("GATEWAY_RATE_LIMIT_TIMEOUT must be positive"))
 	}
 	// A lock that could expire while its request still waits for the service would let a
 	// retry run the request a second time.

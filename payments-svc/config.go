@@ -49,36 +49,16 @@ func loadConfig(getenv config.Getenv) (Config, error) {
 		Base:                base,
 		RedisURL:            r.String("REDIS_URL", "redis://127.0.0.1:6379/0"),
 		Concurrency:         r.Int("PAYMENTS_CONCURRENCY", 50, 1, 10000),
-		AttemptTimeout:      r.Duration("PAYMENTS_ATTEMPT_TIMEOUT", time.Minute),
+		AttemptTimeout:      r.PositiveDuration("PAYMENTS_ATTEMPT_TIMEOUT", time.Minute),
 		CancelWait:          r.Duration("PAYMENTS_CANCEL_WAIT", 10*time.Second),
 		AdvanceWait:         r.Duration("PAYMENTS_ADVANCE_WAIT", 10*time.Second),
-		ReconcileInterval:   r.Duration("PAYMENTS_RECONCILE_INTERVAL", 30*time.Second),
-		OutboxRelayInterval: r.Duration("OUTBOX_RELAY_INTERVAL", time.Second),
+		ReconcileInterval:   r.PositiveDuration("PAYMENTS_RECONCILE_INTERVAL", 30*time.Second),
+		OutboxRelayInterval: r.PositiveDuration("OUTBOX_RELAY_INTERVAL", time.Second),
 		SimulatorDatabase:   r.String("PAYMENTS_SIMULATOR_DATABASE", base.MongoDatabase+"_simulator"),
 	}
 	errs := []error{baseErr, r.Err()}
 	if _, err := asynqx.RedisOpt(cfg.RedisURL); err != nil {
 		errs = append(errs, err)
-	}
-	for _, p := range []struct {
-		name string
-		d    time.Duration
-	}{
-		{"PAYMENTS_ATTEMPT_TIMEOUT", cfg.AttemptTimeout},
-		{"PAYMENTS_RECONCILE_INTERVAL", cfg.ReconcileInterval},
-		{"OUTBOX_RELAY_INTERVAL", cfg.OutboxRelayInterval},
-	} {
-		if p.d <= 0 {
-			errs = append(errs, fmt.Errorf("%s must be longer than 0", p.name))
-		}
-	}
-	for _, p := range []struct {
-		name string
-		d    time.Duration
-	}{{"PAYMENTS_CANCEL_WAIT", cfg.CancelWait}, {"PAYMENTS_ADVANCE_WAIT", cfg.AdvanceWait}} {
-		if p.d < 0 {
-			errs = append(errs, fmt.Errorf("%s must not be negative", p.name))
-		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)

@@ -40,10 +40,10 @@ func loadConfig(getenv config.Getenv) (Config, error) {
 		Base:                base,
 		RedisURL:            r.String("REDIS_URL", "redis://127.0.0.1:6379/0"),
 		SessionTTL:          r.Duration("VERIFICATION_SESSION_TTL", domain.DefaultTTL),
-		ExpirySweep:         r.Duration("VERIFICATION_EXPIRY_SWEEP_INTERVAL", 30*time.Second),
+		ExpirySweep:         r.PositiveDuration("VERIFICATION_EXPIRY_SWEEP_INTERVAL", 30*time.Second),
 		ExpiryConcurrency:   r.Int("VERIFICATION_EXPIRY_CONCURRENCY", 20, 1, 1000),
 		WebhookAllowPrivate: r.Bool("VERIFICATION_WEBHOOK_ALLOW_PRIVATE", false),
-		OutboxRelayInterval: r.Duration("OUTBOX_RELAY_INTERVAL", time.Second),
+		OutboxRelayInterval: r.PositiveDuration("OUTBOX_RELAY_INTERVAL", time.Second),
 	}
 	errs := []error{baseErr, r.Err()}
 	if _, err := asynqx.RedisOpt(cfg.RedisURL); err != nil {
@@ -52,17 +52,6 @@ func loadConfig(getenv config.Getenv) (Config, error) {
 	// expires_at is shown in whole seconds, so a lifetime is too.
 	if cfg.SessionTTL < time.Second {
 		errs = append(errs, fmt.Errorf("VERIFICATION_SESSION_TTL must be at least 1s"))
-	}
-	for _, p := range []struct {
-		name string
-		d    time.Duration
-	}{
-		{"VERIFICATION_EXPIRY_SWEEP_INTERVAL", cfg.ExpirySweep},
-		{"OUTBOX_RELAY_INTERVAL", cfg.OutboxRelayInterval},
-	} {
-		if p.d <= 0 {
-			errs = append(errs, fmt.Errorf("%s must be longer than 0", p.name))
-		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)

@@ -41,14 +41,14 @@ func loadConfig(getenv config.Getenv) (Config, error) {
 	cfg := Config{
 		Base:                base,
 		RedisURL:            r.String("REDIS_URL", "redis://127.0.0.1:6379/0"),
-		Timeout:             r.Duration("WEBHOOKS_TIMEOUT", 15*time.Second),
-		AutoDisableAfter:    r.Duration("WEBHOOKS_AUTO_DISABLE_AFTER", 120*time.Hour),
+		Timeout:             r.PositiveDuration("WEBHOOKS_TIMEOUT", 15*time.Second),
+		AutoDisableAfter:    r.PositiveDuration("WEBHOOKS_AUTO_DISABLE_AFTER", 120*time.Hour),
 		AllowPrivate:        r.Bool("WEBHOOKS_ALLOW_PRIVATE", false),
 		TLSInsecure:         r.Bool("WEBHOOKS_TLS_INSECURE", false),
-		EventsRetention:     r.Duration("EVENTS_RETENTION", 720*time.Hour),
+		EventsRetention:     r.PositiveDuration("EVENTS_RETENTION", 720*time.Hour),
 		Concurrency:         r.Int("WEBHOOKS_CONCURRENCY", 50, 1, 10000),
-		OutboxRelayInterval: r.Duration("OUTBOX_RELAY_INTERVAL", time.Second),
-		EndpointCacheTTL:    r.Duration("WEBHOOKS_ENDPOINT_CACHE_TTL", time.Second),
+		OutboxRelayInterval: r.PositiveDuration("OUTBOX_RELAY_INTERVAL", time.Second),
+		EndpointCacheTTL:    r.PositiveDuration("WEBHOOKS_ENDPOINT_CACHE_TTL", time.Second),
 		InlineWait:          r.Duration("WEBHOOKS_INLINE_WAIT", 200*time.Millisecond),
 		InlineConcurrency:   r.Int("WEBHOOKS_INLINE_CONCURRENCY", 200, 1, 10000),
 	}
@@ -59,20 +59,6 @@ func loadConfig(getenv config.Getenv) (Config, error) {
 	}
 	if _, err := asynqx.RedisOpt(cfg.RedisURL); err != nil {
 		errs = append(errs, err)
-	}
-	for _, p := range []struct {
-		name string
-		d    time.Duration
-	}{
-		{"WEBHOOKS_TIMEOUT", cfg.Timeout},
-		{"WEBHOOKS_AUTO_DISABLE_AFTER", cfg.AutoDisableAfter},
-		{"EVENTS_RETENTION", cfg.EventsRetention},
-		{"OUTBOX_RELAY_INTERVAL", cfg.OutboxRelayInterval},
-		{"WEBHOOKS_ENDPOINT_CACHE_TTL", cfg.EndpointCacheTTL},
-	} {
-		if p.d <= 0 {
-			errs = append(errs, fmt.Errorf("%s must be longer than 0", p.name))
-		}
 	}
 	if cfg.InlineWait < 0 || cfg.InlineWait >= cfg.Timeout {
 		errs = append(errs, fmt.Errorf("WEBHOOKS_INLINE_WAIT must be between 0 (off) and WEBHOOKS_TIMEOUT"))

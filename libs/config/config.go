@@ -90,6 +90,16 @@ func (r *Reader) Duration(name string, def time.Duration) time.Duration {
 	return d
 }
 
+// PositiveDuration is Duration for a setting that must be longer than 0 (a timeout, an
+// interval, a lifetime): 0 is refused with the others' problems.
+func (r *Reader) PositiveDuration(name string, def time.Duration) time.Duration {
+	d := r.Duration(name, def)
+	if d <= 0 {
+		r.errs = append(r.errs, fmt.Errorf("%s must be longer than 0", name))
+	}
+	return d
+}
+
 // Bool parses true/false (and 1/0).
 func (r *Reader) Bool(name string, def bool) bool {
 	v := r.String(name, "")
