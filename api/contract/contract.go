@@ -42,6 +42,11 @@ type Checker struct {
 	// (mapNames).
 	maps, arrayMaps map[string]bool
 
+	// validating serializes the validator's calls: its strict mode renders schemas as it
+	// goes, writing libopenapi's shared model (DynamicValue.MarshalYAMLInlineWithContext), a
+	// data race between two exchanges checked at once (seen under -race in the e2e suite).
+	validating sync.Mutex
+
 	mu sync.Mutex
 	// seen counts exchanges per operation and status.
 	seen map[Operation]map[string]int
@@ -126,8 +131,10 @@ func (c *Checker) Check(req *http.Request, body []byte, resp *http.Response, res
 	c.seen[key][status]++
 	c.mu.Unlock()
 
+	c.validating.Lock()
 	_, reqErrs := c.v.ValidateHttpRequestSyncWithPathItem(req, item, template)
 	_, respErrs := c.v.GetResponseBodyValidator().ValidateResponseBodyWithPathItem(withBody(req, body), withRespBody(resp, respBody), item, template)
+	c.validating.Unlock()
 	respErrs = slices.DeleteFunc(respErrs, c.undeclaredInMap)
 	reqErrs = slices.DeleteFunc(reqErrs, c.undeclaredInMap)
 	for _, e := range respErrs {
