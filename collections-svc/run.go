@@ -33,14 +33,8 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	}
 	cases := mongo.NewCases(rt.Store, q.Relay)
 	files := mongo.NewFiles(rt.Store, q.Relay)
-	if err := cases.EnsureIndexes(ctx); err != nil {
-		return fail(err)
-	}
-	if err := files.EnsureIndexes(ctx); err != nil {
-		return fail(err)
-	}
 	contents := mongo.NewContents(rt.Store)
-	if err := contents.EnsureIndexes(ctx); err != nil {
+	if err := service.EnsureIndexes(ctx, cases, files, contents); err != nil {
 		return fail(err)
 	}
 

@@ -41,10 +41,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	scheduler := asynqadapter.NewScheduler(q.Producer, q.Redis, cfg.AttemptTimeout)
 	agreements := mongo.NewAgreements(rt.Store, q.Relay)
 	requests := mongo.NewRequests(rt.Store, q.Relay)
-	if err := agreements.EnsureIndexes(ctx); err != nil {
-		return fail(err)
-	}
-	if err := requests.EnsureIndexes(ctx); err != nil {
+	if err := service.EnsureIndexes(ctx, agreements, requests); err != nil {
 		return fail(err)
 	}
 	log.InfoContext(ctx, "live-mode charges are refused: no payment processor adapter is configured")
@@ -73,18 +70,25 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	})
 	httpport.Register(rt.App, svc)
 
+	if err := work(rt, q, svc, cfg); err != nil {
+		return fail(err)
+	}
+	return rt.Serve(ctx)
+}
+
+// work starts the attempts' worker and the reconciler.
+func work(rt *service.Runtime, q *service.Queue, svc *app.Service, cfg Config) error {
 	// An attempt runs when it is due, days after the request that scheduled it (a retry): in
 	// a trace of its own, linked.
 	if err := rt.Work(q, tasks.QueuePayments, cfg.Concurrency,
-		func(mux *asynq.ServeMux) { worker.Register(mux, svc, log) },
+		func(mux *asynq.ServeMux) { worker.Register(mux, svc, rt.Log) },
 		service.LinkedTraces(), service.RetryDelay(worker.RetryDelay)); err != nil {
-		return fail(err)
+		return err
 	}
 	// The reconciler runs at once at start (what Redis lost while the service was down is
 	// queued again without waiting an interval), then every interval.
 	rt.Go(func(ctx context.Context) {
-		service.Every(ctx, log, "reconcile", cfg.ReconcileInterval, worker.Reconcile(svc, log), service.AtStart())
+		service.Every(ctx, rt.Log, "reconcile", cfg.ReconcileInterval, worker.Reconcile(svc, rt.Log), service.AtStart())
 	})
-
-	return rt.Serve(ctx)
+	return nil
 }

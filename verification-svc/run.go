@@ -40,7 +40,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		return fail(err)
 	}
 	sessions := mongo.NewSessions(rt.Store, q.Relay)
-	if err := sessions.EnsureIndexes(ctx); err != nil {
+	if err := service.EnsureIndexes(ctx, sessions); err != nil {
 		return fail(err)
 	}
 	if cfg.WebhookAllowPrivate {
@@ -64,14 +64,21 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		RenderReport:  httpport.ReportObject,
 	})
 	httpport.Register(rt.App, svc)
+	if err := work(rt, q, svc, cfg); err != nil {
+		return fail(err)
+	}
+	return rt.Serve(ctx)
+}
+
+// work starts the expiries' worker and the expiry sweep.
+func work(rt *service.Runtime, q *service.Queue, svc *app.Service, cfg Config) error {
 	// An expiry runs long after the create that scheduled it: in a trace of its own, linked.
 	if err := rt.Work(q, tasks.QueueVerification, cfg.ExpiryConcurrency, func(mux *asynq.ServeMux) { worker.Register(mux, svc) },
 		service.LinkedTraces()); err != nil {
-		return fail(err)
+		return err
 	}
 	rt.Go(func(ctx context.Context) {
 		service.Every(ctx, rt.Log, "expiry sweep", cfg.ExpirySweep, worker.Sweep(svc, rt.Log, sweepGrace))
 	})
-
-	return rt.Serve(ctx)
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -51,19 +52,9 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	endpoints := mongo.NewRepository(rt.Store, relay, cfg.EndpointCacheTTL)
 	eventStore := mongo.NewEvents(rt.Store)
 	deliveries := mongo.NewDeliveries(rt.Store)
-	if err := endpoints.EnsureIndexes(ctx); err != nil {
+	if err := service.EnsureIndexes(ctx, endpoints, retained{"events", eventStore, cfg.EventsRetention, log},
+		retained{"webhook_deliveries", deliveries, cfg.EventsRetention, log}); err != nil {
 		return fail(err)
-	}
-	ttlEvents, err := eventStore.EnsureIndexes(ctx, cfg.EventsRetention)
-	if err != nil {
-		return fail(err)
-	}
-	ttlDeliveries, err := deliveries.EnsureIndexes(ctx, cfg.EventsRetention)
-	if err != nil {
-		return fail(err)
-	}
-	if !ttlEvents || !ttlDeliveries {
-		log.InfoContext(ctx, "the store has no TTL indexes; expired events are removed by the periodic purge only")
 	}
 	if cfg.AllowPrivate || cfg.TLSInsecure {
 		log.WarnContext(ctx, "webhook delivery safeguards lifted (local development only)",
@@ -97,7 +88,15 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	})
 	httpport.Register(rt.App, svc)
 
-	// Two asynq servers: fan-out of published events, and delivery attempts.
+	if err := work(rt, q, svc, cfg); err != nil {
+		return fail(err)
+	}
+	return rt.Serve(ctx)
+}
+
+// work starts the two asynq servers (fan-out of published events, and delivery attempts) and
+// the periodic jobs.
+func work(rt *service.Runtime, q *service.Queue, svc *app.Service, cfg Config) error {
 	for _, s := range []struct {
 		queue       string
 		concurrency int
@@ -107,17 +106,35 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		{tasks.QueueWebhooks, cfg.Concurrency, worker.RegisterDeliveries},
 	} {
 		if err := rt.Work(q, s.queue, s.concurrency, func(mux *asynq.ServeMux) { s.register(mux, svc) }); err != nil {
-			return fail(err)
+			return err
 		}
 	}
 	rt.Go(func(ctx context.Context) {
-		service.Every(ctx, log, "purge", purgeInterval(cfg.EventsRetention), worker.Purge(svc, log))
+		service.Every(ctx, rt.Log, "purge", purgeInterval(cfg.EventsRetention), worker.Purge(svc, rt.Log))
 	})
 	rt.Go(func(ctx context.Context) {
-		service.Every(ctx, log, "reschedule", rescheduleEvery, worker.Reschedule(svc, rescheduleEvery))
+		service.Every(ctx, rt.Log, "reschedule", rescheduleEvery, worker.Reschedule(svc, rescheduleEvery))
 	})
+	return nil
+}
 
-	return rt.Serve(ctx)
+// retained declares the indexes of a collection kept for the events' retention: with a TTL
+// index where the store has them (MongoDB), by the periodic purge alone where not (logged).
+type retained struct {
+	name    string
+	adapter interface {
+		EnsureIndexes(ctx context.Context, retention time.Duration) (ttl bool, err error)
+	}
+	retention time.Duration
+	log       *slog.Logger
+}
+
+func (r retained) EnsureIndexes(ctx context.Context) error {
+	ttl, err := r.adapter.EnsureIndexes(ctx, r.retention)
+	if err == nil && !ttl {
+		r.log.InfoContext(ctx, "the store has no TTL indexes; expired events are removed by the periodic purge only", "collection", r.name)
+	}
+	return err
 }
 
 // purgeInterval runs the retention purge about 24 times per retention period, between once a

@@ -190,3 +190,19 @@ func (rt *Runtime) Serve(ctx context.Context) error {
 	rt.Listen("http", rt.cfg.HTTPAddr, rt.App)
 	return rt.Process.Serve(ctx)
 }
+
+// Indexed is an adapter that declares the indexes its queries rely on.
+type Indexed interface {
+	EnsureIndexes(ctx context.Context) error
+}
+
+// EnsureIndexes declares every adapter's indexes, in order, before the service serves: a
+// run() calls it once with all of them.
+func EnsureIndexes(ctx context.Context, adapters ...Indexed) error {
+	for _, a := range adapters {
+		if err := a.EnsureIndexes(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
