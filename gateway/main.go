@@ -3,26 +3,8 @@
 // serves the admin API that manages keys.
 package main
 
-import (
-	"context"
-	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
+import "rentalplatform/libs/service"
 
-	"rentalplatform/libs/healthcheck"
-)
-
-func main() {
-	// `gateway -healthcheck` asks the public listener's /healthz: the image's HEALTHCHECK.
-	if code, ok := healthcheck.Main(os.Args[1:], os.Getenv, "GATEWAY_ADDR", defaultPublicAddr, os.Stderr); ok {
-		os.Exit(code)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Getenv, os.Stdout)
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-}
+// main runs the gateway until SIGINT or SIGTERM; `gateway -healthcheck` asks the public
+// listener's /healthz (the image's HEALTHCHECK).
+func main() { service.Main("gateway", "GATEWAY_ADDR", defaultPublicAddr, run) }

@@ -35,21 +35,21 @@ const startupTimeout = 30 * time.Second
 func run(ctx context.Context, getenv func(string) string, stdout io.Writer) error {
 	cfg, err := loadConfig(getenv)
 	if err != nil {
-		return fmt.Errorf("gateway configuration: %w", err)
+		return fmt.Errorf("config: %w", err)
 	}
 	signer, err := identity.NewSigner(cfg.InternalAuthSecret, nil)
 	if err != nil {
-		return fmt.Errorf("gateway: %w", err)
+		return err
 	}
 	services, err := newServices(cfg)
 	if err != nil {
-		return fmt.Errorf("gateway: %w", err)
+		return err
 	}
 	p, err := service.Open(ctx, "gateway", cfg.Base, stdout)
 	if err != nil {
 		return err
 	}
-	fail := func(err error) error { return errors.Join(fmt.Errorf("gateway: %w", err), p.Close()) }
+	fail := func(err error) error { return errors.Join(err, p.Close()) }
 	startCtx, cancelStart := context.WithTimeout(ctx, startupTimeout)
 	keys, err := keystore.NewKeys(startCtx, p.Store)
 	cancelStart()
@@ -106,10 +106,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 			{Path: "/admin/openapi.json", ContentType: fiber.MIMEApplicationJSONCharsetUTF8, Body: api.AdminJSON()},
 		},
 	}))
-	if err := p.Serve(ctx); err != nil {
-		return fmt.Errorf("gateway: %w", err)
-	}
-	return nil
+	return p.Serve(ctx)
 }
 
 // connectRedis opens the client of the rate-limit buckets and idempotency records. Redis sits
