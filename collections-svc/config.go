@@ -3,9 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
-	"time"
 
-	"rentalplatform/libs/asynqx"
 	"rentalplatform/libs/config"
 	"rentalplatform/libs/service"
 	"rentalplatform/libs/validate"
@@ -22,10 +20,9 @@ func spec() service.Spec {
 // "Environment variables").
 type Config struct {
 	config.Base
-	RedisURL string
+	service.QueueConfig
 	// Partner is the collection partner new cases are submitted to (collection_partner).
-	Partner             domain.Partner
-	OutboxRelayInterval time.Duration
+	Partner domain.Partner
 }
 
 // The partner shown until one is configured: a placeholder that says so, on reserved
@@ -41,20 +38,16 @@ func loadConfig(getenv config.Getenv) (Config, error) {
 	base, baseErr := config.LoadBase(getenv, spec().Defaults())
 	r := config.NewReader(getenv)
 	cfg := Config{
-		Base:     base,
-		RedisURL: r.String("REDIS_URL", "redis://127.0.0.1:6379/0"),
+		Base:        base,
+		QueueConfig: service.ReadQueueConfig(r),
 		Partner: domain.Partner{
 			Name:  r.String("COLLECTIONS_PARTNER_NAME", defaultPartner.Name),
 			Email: r.String("COLLECTIONS_PARTNER_EMAIL", defaultPartner.Email),
 			Phone: r.String("COLLECTIONS_PARTNER_PHONE", defaultPartner.Phone),
 			Site:  r.String("COLLECTIONS_PARTNER_SITE", defaultPartner.Site),
 		},
-		OutboxRelayInterval: r.PositiveDuration("OUTBOX_RELAY_INTERVAL", time.Second),
 	}
 	errs := []error{baseErr, r.Err()}
-	if _, err := asynqx.RedisOpt(cfg.RedisURL); err != nil {
-		errs = append(errs, err)
-	}
 	if cfg.Partner.Name == "" || len(cfg.Partner.Name) > domain.MaxNameLen {
 		errs = append(errs, fmt.Errorf("COLLECTIONS_PARTNER_NAME must be 1 to %d characters", domain.MaxNameLen))
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"rentalplatform/libs/asynqx"
 	"rentalplatform/libs/config"
 	"rentalplatform/libs/service"
 )
@@ -19,7 +18,7 @@ func spec() service.Spec {
 // "Environment variables"; TestConfigDocumented keeps the two in step).
 type Config struct {
 	config.Base
-	RedisURL string
+	service.QueueConfig
 	// Concurrency is how many attempts run at once.
 	Concurrency int
 	// AttemptTimeout bounds one run of an attempt (every method charged); its claim on the
@@ -31,8 +30,7 @@ type Config struct {
 	AdvanceWait time.Duration
 	// ReconcileInterval is how often the reconciler looks for attempts whose task was lost;
 	// an attempt that late is queued again.
-	ReconcileInterval   time.Duration
-	OutboxRelayInterval time.Duration
+	ReconcileInterval time.Duration
 	// SimulatorDatabase holds the test-mode processor's ledger: the simulator stands where an
 	// external processor would, so its records are not in the service's own database (and on
 	// the embedded store its writes do not queue behind the service's).
@@ -46,20 +44,16 @@ func loadConfig(getenv config.Getenv) (Config, error) {
 	base, baseErr := config.LoadBase(getenv, spec().Defaults())
 	r := config.NewReader(getenv)
 	cfg := Config{
-		Base:                base,
-		RedisURL:            r.String("REDIS_URL", "redis://127.0.0.1:6379/0"),
-		Concurrency:         r.Int("PAYMENTS_CONCURRENCY", 50, 1, 10000),
-		AttemptTimeout:      r.PositiveDuration("PAYMENTS_ATTEMPT_TIMEOUT", time.Minute),
-		CancelWait:          r.Duration("PAYMENTS_CANCEL_WAIT", 10*time.Second),
-		AdvanceWait:         r.Duration("PAYMENTS_ADVANCE_WAIT", 10*time.Second),
-		ReconcileInterval:   r.PositiveDuration("PAYMENTS_RECONCILE_INTERVAL", 30*time.Second),
-		OutboxRelayInterval: r.PositiveDuration("OUTBOX_RELAY_INTERVAL", time.Second),
-		SimulatorDatabase:   r.String("PAYMENTS_SIMULATOR_DATABASE", base.MongoDatabase+"_simulator"),
+		Base:              base,
+		QueueConfig:       service.ReadQueueConfig(r),
+		Concurrency:       r.Int("PAYMENTS_CONCURRENCY", 50, 1, 10000),
+		AttemptTimeout:    r.PositiveDuration("PAYMENTS_ATTEMPT_TIMEOUT", time.Minute),
+		CancelWait:        r.Duration("PAYMENTS_CANCEL_WAIT", 10*time.Second),
+		AdvanceWait:       r.Duration("PAYMENTS_ADVANCE_WAIT", 10*time.Second),
+		ReconcileInterval: r.PositiveDuration("PAYMENTS_RECONCILE_INTERVAL", 30*time.Second),
+		SimulatorDatabase: r.String("PAYMENTS_SIMULATOR_DATABASE", base.MongoDatabase+"_simulator"),
 	}
 	errs := []error{baseErr, r.Err()}
-	if _, err := asynqx.RedisOpt(cfg.RedisURL); err != nil {
-		errs = append(errs, err)
-	}
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)
 	}

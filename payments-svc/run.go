@@ -34,7 +34,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	}
 	fail := func(err error) error { return errors.Join(err, rt.Close()) }
 	log := rt.Log
-	q, err := rt.ConnectQueue(cfg.RedisURL, cfg.OutboxRelayInterval)
+	q, err := rt.ConnectQueue(cfg.QueueConfig)
 	if err != nil {
 		return fail(err)
 	}

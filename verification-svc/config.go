@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"rentalplatform/libs/asynqx"
 	"rentalplatform/libs/config"
 	"rentalplatform/libs/service"
 
@@ -21,7 +20,7 @@ func spec() service.Spec {
 // "Environment variables"; TestConfigDocumented keeps the two in step).
 type Config struct {
 	config.Base
-	RedisURL string
+	service.QueueConfig
 	// SessionTTL is a new session's lifetime.
 	SessionTTL time.Duration
 	// ExpirySweep is how often sessions whose expiry task was lost are looked for.
@@ -30,7 +29,6 @@ type Config struct {
 	ExpiryConcurrency int
 	// WebhookAllowPrivate lifts the private-address guard on webhook_url (local receivers).
 	WebhookAllowPrivate bool
-	OutboxRelayInterval time.Duration
 }
 
 func loadConfig(getenv config.Getenv) (Config, error) {
@@ -38,17 +36,13 @@ func loadConfig(getenv config.Getenv) (Config, error) {
 	r := config.NewReader(getenv)
 	cfg := Config{
 		Base:                base,
-		RedisURL:            r.String("REDIS_URL", "redis://127.0.0.1:6379/0"),
+		QueueConfig:         service.ReadQueueConfig(r),
 		SessionTTL:          r.Duration("VERIFICATION_SESSION_TTL", domain.DefaultTTL),
 		ExpirySweep:         r.PositiveDuration("VERIFICATION_EXPIRY_SWEEP_INTERVAL", 30*time.Second),
 		ExpiryConcurrency:   r.Int("VERIFICATION_EXPIRY_CONCURRENCY", 20, 1, 1000),
 		WebhookAllowPrivate: r.Bool("VERIFICATION_WEBHOOK_ALLOW_PRIVATE", false),
-		OutboxRelayInterval: r.PositiveDuration("OUTBOX_RELAY_INTERVAL", time.Second),
 	}
 	errs := []error{baseErr, r.Err()}
-	if _, err := asynqx.RedisOpt(cfg.RedisURL); err != nil {
-		errs = append(errs, err)
-	}
 	// expires_at is shown in whole seconds, so a lifetime is too.
 	if cfg.SessionTTL < time.Second {
 		errs = append(errs, fmt.Errorf("VERIFICATION_SESSION_TTL must be at least 1s"))

@@ -35,7 +35,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		return err
 	}
 	fail := func(err error) error { return errors.Join(err, rt.Close()) }
-	q, err := rt.ConnectQueue(cfg.RedisURL, cfg.OutboxRelayInterval)
+	q, err := rt.ConnectQueue(cfg.QueueConfig)
 	if err != nil {
 		return fail(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"rentalplatform/libs/asynqx"
 	"rentalplatform/libs/config"
 	"rentalplatform/libs/service"
 
@@ -21,44 +20,39 @@ func spec() service.Spec {
 // "Environment variables"; TestConfigDocumented keeps the two in step).
 type Config struct {
 	config.Base
-	RedisURL            string
-	RetrySchedule       domain.Schedule
-	Timeout             time.Duration
-	AutoDisableAfter    time.Duration
-	AllowPrivate        bool
-	TLSInsecure         bool
-	EventsRetention     time.Duration
-	Concurrency         int
-	OutboxRelayInterval time.Duration
-	EndpointCacheTTL    time.Duration
-	InlineWait          time.Duration
-	InlineConcurrency   int
+	service.QueueConfig
+	RetrySchedule     domain.Schedule
+	Timeout           time.Duration
+	AutoDisableAfter  time.Duration
+	AllowPrivate      bool
+	TLSInsecure       bool
+	EventsRetention   time.Duration
+	Concurrency       int
+	EndpointCacheTTL  time.Duration
+	InlineWait        time.Duration
+	InlineConcurrency int
 }
 
 func loadConfig(getenv config.Getenv) (Config, error) {
 	base, baseErr := config.LoadBase(getenv, spec().Defaults())
 	r := config.NewReader(getenv)
 	cfg := Config{
-		Base:                base,
-		RedisURL:            r.String("REDIS_URL", "redis://127.0.0.1:6379/0"),
-		Timeout:             r.PositiveDuration("WEBHOOKS_TIMEOUT", 15*time.Second),
-		AutoDisableAfter:    r.PositiveDuration("WEBHOOKS_AUTO_DISABLE_AFTER", 120*time.Hour),
-		AllowPrivate:        r.Bool("WEBHOOKS_ALLOW_PRIVATE", false),
-		TLSInsecure:         r.Bool("WEBHOOKS_TLS_INSECURE", false),
-		EventsRetention:     r.PositiveDuration("EVENTS_RETENTION", 720*time.Hour),
-		Concurrency:         r.Int("WEBHOOKS_CONCURRENCY", 50, 1, 10000),
-		OutboxRelayInterval: r.PositiveDuration("OUTBOX_RELAY_INTERVAL", time.Second),
-		EndpointCacheTTL:    r.PositiveDuration("WEBHOOKS_ENDPOINT_CACHE_TTL", time.Second),
-		InlineWait:          r.Duration("WEBHOOKS_INLINE_WAIT", 200*time.Millisecond),
-		InlineConcurrency:   r.Int("WEBHOOKS_INLINE_CONCURRENCY", 200, 1, 10000),
+		Base:              base,
+		QueueConfig:       service.ReadQueueConfig(r),
+		Timeout:           r.PositiveDuration("WEBHOOKS_TIMEOUT", 15*time.Second),
+		AutoDisableAfter:  r.PositiveDuration("WEBHOOKS_AUTO_DISABLE_AFTER", 120*time.Hour),
+		AllowPrivate:      r.Bool("WEBHOOKS_ALLOW_PRIVATE", false),
+		TLSInsecure:       r.Bool("WEBHOOKS_TLS_INSECURE", false),
+		EventsRetention:   r.PositiveDuration("EVENTS_RETENTION", 720*time.Hour),
+		Concurrency:       r.Int("WEBHOOKS_CONCURRENCY", 50, 1, 10000),
+		EndpointCacheTTL:  r.PositiveDuration("WEBHOOKS_ENDPOINT_CACHE_TTL", time.Second),
+		InlineWait:        r.Duration("WEBHOOKS_INLINE_WAIT", 200*time.Millisecond),
+		InlineConcurrency: r.Int("WEBHOOKS_INLINE_CONCURRENCY", 200, 1, 10000),
 	}
 	errs := []error{baseErr, r.Err()}
 	var err error
 	if cfg.RetrySchedule, err = domain.ParseSchedule(r.String("WEBHOOKS_RETRY_SCHEDULE", domain.DefaultSchedule)); err != nil {
 		errs = append(errs, fmt.Errorf("WEBHOOKS_RETRY_SCHEDULE: %w", err))
-	}
-	if _, err := asynqx.RedisOpt(cfg.RedisURL); err != nil {
-		errs = append(errs, err)
 	}
 	if cfg.InlineWait < 0 || cfg.InlineWait >= cfg.Timeout {
 		errs = append(errs, fmt.Errorf("WEBHOOKS_INLINE_WAIT must be between 0 (off) and WEBHOOKS_TIMEOUT"))

@@ -56,6 +56,10 @@ type Reader struct {
 // NewReader reads through getenv.
 func NewReader(getenv Getenv) *Reader { return &Reader{getenv: getenv} }
 
+// Fail records a problem found by a check of the reader's user (a value that parsed but does
+// not fit), so that Err reports it with the others.
+func (r *Reader) Fail(err error) { r.errs = append(r.errs, err) }
+
 // Err returns every problem found so far, or nil.
 func (r *Reader) Err() error { return errors.Join(r.errs...) }
 

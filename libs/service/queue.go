@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"rentalplatform/libs/asynqx"
+	"rentalplatform/libs/config"
 	"rentalplatform/libs/outbox"
 )
 
@@ -30,13 +31,35 @@ type Queue struct {
 	Relay *outbox.Relay
 }
 
-// ConnectQueue connects the runtime to Redis at redisURL: the client is closed at shutdown and
-// reported by /readyz (a degrading check), and the relay runs in the background until shutdown.
-func (rt *Runtime) ConnectQueue(redisURL string, relayInterval time.Duration) (*Queue, error) {
-	opt, err := asynqx.RedisOpt(redisURL)
+// QueueConfig is the settings of a service's queue: REDIS_URL and OUTBOX_RELAY_INTERVAL.
+type QueueConfig struct {
+	RedisURL string
+	// OutboxRelayInterval is how often the relay sweeps the outboxes for events the fast path
+	// did not publish.
+	OutboxRelayInterval time.Duration
+}
+
+// ReadQueueConfig reads the queue's settings through r, which collects their problems with the
+// service's others.
+func ReadQueueConfig(r *config.Reader) QueueConfig {
+	c := QueueConfig{
+		RedisURL:            r.String("REDIS_URL", "redis://127.0.0.1:6379/0"),
+		OutboxRelayInterval: r.PositiveDuration("OUTBOX_RELAY_INTERVAL", time.Second),
+	}
+	if _, err := asynqx.RedisOpt(c.RedisURL); err != nil {
+		r.Fail(err)
+	}
+	return c
+}
+
+// ConnectQueue connects the runtime to Redis: the client is closed at shutdown and reported by
+// /readyz (a degrading check), and the relay runs in the background until shutdown.
+func (rt *Runtime) ConnectQueue(cfg QueueConfig) (*Queue, error) {
+	opt, err := asynqx.RedisOpt(cfg.RedisURL)
 	if err != nil {
 		return nil, err
 	}
+	relayInterval := cfg.OutboxRelayInterval
 	rc, ok := opt.MakeRedisClient().(redis.UniversalClient)
 	if !ok {
 		return nil, fmt.Errorf("redis: unexpected client type %T", opt.MakeRedisClient())
