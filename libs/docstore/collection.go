@@ -276,21 +276,28 @@ func (c *Collection[T]) InsertAll(ctx context.Context, docs []T) ([]bool, error)
 			return nil, fmt.Errorf("insert into %s: %w", c.coll.Name(), err)
 		}
 	}
-	if len(fresh) > 0 && c.relay != nil {
-		var all []outbox.Doc
-		for _, i := range fresh {
-			all = append(all, boxes[i]...)
-		}
-		c.relay.Dispatch(ctx, all, func(ctx context.Context) error {
-			for _, i := range fresh {
-				if err := c.Clear(ctx, metaOf(&docs[i]).ID, boxes[i]); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-	}
+	c.dispatchInserted(ctx, docs, boxes, fresh)
 	return created, nil
+}
+
+// dispatchInserted hands the events of the documents an insert stored (fresh, by index) to the
+// relay's fast path in one publish, each document's entries cleared once published.
+func (c *Collection[T]) dispatchInserted(ctx context.Context, docs []T, boxes [][]outbox.Doc, fresh []int) {
+	if len(fresh) == 0 || c.relay == nil {
+		return
+	}
+	var all []outbox.Doc
+	for _, i := range fresh {
+		all = append(all, boxes[i]...)
+	}
+	c.relay.Dispatch(ctx, all, func(ctx context.Context) error {
+		for _, i := range fresh {
+			if err := c.Clear(ctx, metaOf(&docs[i]).ID, boxes[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // entries returns the outbox entries of events raised under ctx.

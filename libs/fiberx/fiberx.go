@@ -105,17 +105,7 @@ func New(cfg Config) *fiber.App {
 		// holding files of up to 16 MiB in memory: the streaming handler parses it itself.
 		DisablePreParseMultipartForm: cfg.StreamBody != nil,
 	})
-	app.Use(func(c *fiber.Ctx) (err error) {
-		// Recover here rather than with Fiber's middleware so the panic is logged with the
-		// request id and answered with the envelope.
-		defer func() {
-			if r := recover(); r != nil {
-				log.ErrorContext(c.UserContext(), "panic", "panic", fmt.Sprint(r), "request_id", RequestID(c), "path", c.Path())
-				err = apierr.Internal()
-			}
-		}()
-		return c.Next()
-	})
+	app.Use(recoverPanics(log))
 	if cfg.StreamBody != nil {
 		// Before tracing, so a body read whole is bounded before anything else reads it.
 		app.Use(streamedBodies(cfg.StreamBody, cfg.BodyLimit))
@@ -137,9 +127,31 @@ func New(cfg Config) *fiber.App {
 	}
 	// Before the identity check, so a request refused by it is logged and measured too.
 	app.Use(accessLog(log, metrics))
-	app.Use(func(c *fiber.Ctx) error {
-		if cfg.Signer != nil && !isHealth(c) {
-			id, err := cfg.Signer.Verify(func(k string) string { return strings.Clone(c.Get(k)) }, c.Method(), c.Path())
+	app.Use(identify(cfg.Signer, cfg.RequestIDs, log))
+	return app
+}
+
+// recoverPanics answers a handler's panic with the envelope and logs it with the request id
+// (rather than Fiber's middleware, which knows neither).
+func recoverPanics(log *slog.Logger) fiber.Handler {
+	return func(c *fiber.Ctx) (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				log.ErrorContext(c.UserContext(), "panic", "panic", fmt.Sprint(r), "request_id", RequestID(c), "path", c.Path())
+				err = apierr.Internal()
+			}
+		}()
+		return c.Next()
+	}
+}
+
+// identify gives every request its identity and request id: with signer, the gateway's signed
+// identity, required on every route but the health checks (401 otherwise); without, an id of
+// requestIDs' when set (the gateway's own requests). Every answer names the request id.
+func identify(signer *identity.Signer, requestIDs *ids.Generator, log *slog.Logger) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		if signer != nil && !isHealth(c) {
+			id, err := signer.Verify(func(k string) string { return strings.Clone(c.Get(k)) }, c.Method(), c.Path())
 			if err != nil {
 				log.WarnContext(c.UserContext(), "request without a valid gateway identity", "error", err.Error(), "path", c.Path(), "remote", c.IP())
 				c.Locals(requestKey, &requestInfo{requestID: strings.Clone(c.Get(identity.HeaderRequestID))})
@@ -151,9 +163,9 @@ func New(cfg Config) *fiber.App {
 					"This service only accepts requests forwarded by the gateway.")
 			}
 			c.Locals(requestKey, &requestInfo{identity: id, requestID: id.RequestID})
-		} else if cfg.RequestIDs != nil {
+		} else if requestIDs != nil {
 			info := &requestInfo{}
-			id := cfg.RequestIDs.Append(info.buf[:0], ids.Request)
+			id := requestIDs.Append(info.buf[:0], ids.Request)
 			info.requestID = unsafe.String(&id[0], len(id)) // buf is never written again
 			c.Locals(requestKey, info)
 		}
@@ -161,8 +173,7 @@ func New(cfg Config) *fiber.App {
 			c.Set(HeaderRequestID, id)
 		}
 		return c.Next()
-	})
-	return app
+	}
 }
 
 // streamedBodies gives the requests stream selects their body as a stream and reads every

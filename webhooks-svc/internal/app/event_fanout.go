@@ -68,25 +68,7 @@ func (s *Service) fanOutInline(ctx context.Context, ev events.Event, ds []*domai
 		}
 	}
 
-	// Wait for the answers, up to InlineWait from now for all of them together.
-	wait, cancel := context.WithTimeout(ctx, s.cfg.InlineWait)
-	defer cancel()
-	inFlight := map[string]bool{}
-	for _, f := range flights {
-		if f.answered = f.await(wait.Done()); !f.answered {
-			inFlight[f.d.ID()] = true // told after the store below
-			continue
-		}
-		f.late <- false
-		o, err := f.d.Record(1, f.result, s.cfg.Schedule, s.rnd())
-		if err != nil {
-			// Cannot happen for a fresh delivery's first attempt; leave it to the queue.
-			s.Log.ErrorContext(ctx, "recording a first attempt", "delivery", f.d.ID(), "error", err.Error())
-			continue
-		}
-		f.outcome, f.recorded = o, true
-	}
-
+	inFlight := s.awaitFirstAttempts(ctx, flights)
 	created, err := s.Deliveries.CreateAll(ctx, ds)
 	for _, f := range flights {
 		if !f.answered {
@@ -128,6 +110,30 @@ func (s *Service) fanOutInline(ctx context.Context, ev events.Event, ds []*domai
 		}
 	}
 	return nil
+}
+
+// awaitFirstAttempts waits for the first attempts' answers, up to InlineWait from now for all
+// of them together, and records each answer on its delivery (before it is stored). It returns
+// the deliveries whose attempt is still in flight: each is told once the store is done.
+func (s *Service) awaitFirstAttempts(ctx context.Context, flights []*firstAttempt) (inFlight map[string]bool) {
+	wait, cancel := context.WithTimeout(ctx, s.cfg.InlineWait)
+	defer cancel()
+	inFlight = map[string]bool{}
+	for _, f := range flights {
+		if f.answered = f.await(wait.Done()); !f.answered {
+			inFlight[f.d.ID()] = true
+			continue
+		}
+		f.late <- false
+		o, err := f.d.Record(1, f.result, s.cfg.Schedule, s.rnd())
+		if err != nil {
+			// Cannot happen for a fresh delivery's first attempt; leave it to the queue.
+			s.Log.ErrorContext(ctx, "recording a first attempt", "delivery", f.d.ID(), "error", err.Error())
+			continue
+		}
+		f.outcome, f.recorded = o, true
+	}
+	return inFlight
 }
 
 // startFirstAttempt sends d's first attempt in the background and returns it, or returns nil
