@@ -148,7 +148,8 @@ func (b *payBench) collect(ctx context.Context, n int) error {
 	// Both are watched in Redis, which costs the store nothing; counts of tasks would not do,
 	// since the reconciler queues an attempt again once it is late (a backlog here), and the
 	// events of one change travel as one task. The stores are checked once at the end.
-	wantEvents := 3*n + len(agreements)
+	// Each request: created, processing, its charge's charge.succeeded, succeeded.
+	wantEvents := 4*n + len(agreements)
 	var succeeded, stored time.Duration
 	var attemptsRun int
 	drained := 0
