@@ -63,31 +63,12 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	p.OnClose(func(context.Context) error { return rdb.Close() })
 
 	idgen := ids.NewGenerator(nil)
-	svc := app.New(keys, p.Log, app.Options{
-		IDs:      idgen,
-		CacheTTL: cfg.KeyCacheTTL,
-		Limiter:  redisadapter.NewLimiter(rdb),
-		Limits: app.Limits{
-			LivePerSecond: cfg.RateLimitLive, TestPerSecond: cfg.RateLimitTest,
-			AuthFailuresPerMinute: cfg.AuthFailureLimit, Timeout: cfg.RateLimitTimeout,
-		},
-		Idempotency:        redisadapter.NewIdempotency(rdb, cfg.IdempotencyTTL, nil),
-		IdempotencyLockTTL: cfg.IdempotencyLockTTL,
-	})
+	svc := newApp(cfg, keys, rdb, idgen, p.Log)
 	// last_used is written in the background, and flushed at shutdown once the listeners
 	// stopped (the requests they drained are counted too).
 	p.Go(func(ctx context.Context) { _ = svc.Run(ctx) })
 
-	// Only the key store makes the gateway unready. Without Redis it serves (limits fail open,
-	// requests with an Idempotency-Key get 503), and a service that is down costs only its own
-	// routes (502): both are reported, as "degraded".
-	checks := []health.Check{
-		terseCheck(p.Log, "mongodb", false, p.PingStore),
-		terseCheck(p.Log, "redis", true, func(ctx context.Context) error { return rdb.Ping(ctx).Err() }),
-	}
-	for _, u := range services.All() {
-		checks = append(checks, terseCheck(p.Log, u.Name(), true, u.Check))
-	}
+	checks := readiness(p, rdb, services)
 	tel := p.Tel
 	p.Listen("public", cfg.HTTPAddr, httpport.NewPublic(httpport.PublicConfig{
 		Logger: p.Log, Keys: svc, Limits: svc, Idempotency: svc, Signer: signer, Services: services,
@@ -135,6 +116,35 @@ func connectRedis(url string, tp trace.TracerProvider) (*redis.Client, error) {
 		return nil, errors.Join(fmt.Errorf("redis tracing: %w", err), rdb.Close())
 	}
 	return rdb, nil
+}
+
+// newApp is the gateway's use cases: keys (cached), rate limits and idempotency on Redis.
+func newApp(cfg Config, keys *keystore.Keys, rdb *redis.Client, idgen *ids.Generator, log *slog.Logger) *app.Service {
+	return app.New(keys, log, app.Options{
+		IDs:      idgen,
+		CacheTTL: cfg.KeyCacheTTL,
+		Limiter:  redisadapter.NewLimiter(rdb),
+		Limits: app.Limits{
+			LivePerSecond: cfg.RateLimitLive, TestPerSecond: cfg.RateLimitTest,
+			AuthFailuresPerMinute: cfg.AuthFailureLimit, Timeout: cfg.RateLimitTimeout,
+		},
+		Idempotency:        redisadapter.NewIdempotency(rdb, cfg.IdempotencyTTL, nil),
+		IdempotencyLockTTL: cfg.IdempotencyLockTTL,
+	})
+}
+
+// readiness is what /readyz checks. Only the key store makes the gateway unready. Without
+// Redis it serves (limits fail open, requests with an Idempotency-Key get 503), and a service
+// that is down costs only its own routes (502): both are reported, as "degraded".
+func readiness(p *service.Process, rdb *redis.Client, services httpport.Services) []health.Check {
+	checks := []health.Check{
+		terseCheck(p.Log, "mongodb", false, p.PingStore),
+		terseCheck(p.Log, "redis", true, func(ctx context.Context) error { return rdb.Ping(ctx).Err() }),
+	}
+	for _, u := range services.All() {
+		checks = append(checks, terseCheck(p.Log, u.Name(), true, u.Check))
+	}
+	return checks
 }
 
 // terseCheck keeps internal addresses out of /readyz, which is on the public listener: the
