@@ -25,7 +25,6 @@ import (
 	"rentalplatform/libs/docstore"
 	"rentalplatform/libs/domainerr"
 	"rentalplatform/libs/listing"
-	"rentalplatform/libs/mongox"
 )
 
 // Collection names.
@@ -37,7 +36,7 @@ const (
 // Keys is the MongoDB domain.KeyRepository.
 type Keys struct {
 	keys  *docstore.Collection[keyDoc]
-	usage *mongo.Collection
+	usage *docstore.Stamps // last_used, by key id
 }
 
 var _ domain.KeyRepository = (*Keys)(nil)
@@ -55,7 +54,7 @@ func NewKeys(ctx context.Context, db *docstore.DB) (*Keys, error) {
 	); err != nil {
 		return nil, err
 	}
-	return &Keys{keys: keys, usage: db.Database().Collection(UsageCollection)}, nil
+	return &Keys{keys: keys, usage: db.Stamps(UsageCollection, "last_used")}, nil
 }
 
 // keyDoc is a stored key; its _id (Meta.ID) is the hash of its secret.
@@ -72,11 +71,6 @@ type keyDoc struct {
 	Permissions map[string]string `bson:"permissions,omitempty"`
 	ExpiresAt   *time.Time        `bson:"expires_at"`
 	RateLimit   *int              `bson:"rate_limit"`
-}
-
-type usageDoc struct {
-	ID       string    `bson:"_id"` // key id
-	LastUsed time.Time `bson:"last_used"`
 }
 
 func toDoc(k domain.Key) keyDoc {
@@ -179,12 +173,11 @@ func (r *Keys) update(ctx context.Context, id string, fn func(*keyDoc) error) (k
 
 // withUsage adds last_used to one key.
 func (r *Keys) withUsage(ctx context.Context, d keyDoc) (domain.Key, error) {
-	var u usageDoc
-	err := r.usage.FindOne(ctx, bson.D{{Key: "_id", Value: d.ID}}).Decode(&u)
-	if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
-		return domain.Key{}, fmt.Errorf("find key %s last_used: %w", d.ID, err)
+	lastUsed, err := r.usage.Get(ctx, d.ID)
+	if err != nil {
+		return domain.Key{}, err
 	}
-	return d.toDomain(u.LastUsed)
+	return d.toDomain(lastUsed)
 }
 
 // Revoke implements domain.KeyRepository. Revocation is one-way: concurrent revokes agree on
@@ -250,27 +243,10 @@ func (r *Keys) SetRateLimit(ctx context.Context, id string, rl *domain.RateLimit
 	return r.withUsage(ctx, d)
 }
 
-// TouchLastUsed implements domain.KeyRepository. $max keeps replicas that write out of order
-// from moving last_used backwards.
+// TouchLastUsed implements domain.KeyRepository: a stamp that only moves forward, so replicas
+// that write out of order never move last_used backwards.
 func (r *Keys) TouchLastUsed(ctx context.Context, id string, at time.Time) error {
-	touch := func() error {
-		_, err := r.usage.UpdateOne(ctx,
-			bson.D{{Key: "_id", Value: id}},
-			bson.D{{Key: "$max", Value: bson.D{{Key: "last_used", Value: at.UTC()}}}},
-			options.UpdateOne().SetUpsert(true),
-		)
-		return err
-	}
-	err := touch()
-	// Two upserts of a missing document can both try to insert it; the loser finds it now
-	// exists and updates it.
-	if mongox.IsDuplicateKey(err) {
-		err = touch()
-	}
-	if err != nil {
-		return fmt.Errorf("touch key %s last_used: %w", id, err)
-	}
-	return nil
+	return r.usage.Advance(ctx, id, at)
 }
 
 // List implements domain.KeyRepository. It pages on the public id, not _id (the secret's
@@ -313,24 +289,9 @@ func (r *Keys) List(ctx context.Context, account string, p listing.Params) ([]do
 
 // lastUsed reads last_used for a page of keys in one query.
 func (r *Keys) lastUsed(ctx context.Context, docs []keyDoc) (map[string]time.Time, error) {
-	out := make(map[string]time.Time, len(docs))
-	if len(docs) == 0 {
-		return out, nil
-	}
-	idList := make(bson.A, len(docs))
+	ids := make([]string, len(docs))
 	for i, d := range docs {
-		idList[i] = d.ID
+		ids[i] = d.ID
 	}
-	cur, err := r.usage.Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: idList}}}})
-	if err != nil {
-		return nil, fmt.Errorf("list keys last_used: %w", err)
-	}
-	var usage []usageDoc
-	if err := cur.All(ctx, &usage); err != nil {
-		return nil, fmt.Errorf("list keys last_used: decode: %w", err)
-	}
-	for _, u := range usage {
-		out[u.ID] = u.LastUsed
-	}
-	return out, nil
+	return r.usage.GetAll(ctx, ids)
 }
