@@ -31,8 +31,10 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	if err != nil {
 		return fail(err)
 	}
-	cases := mongo.NewCases(rt.Store, q.Relay)
-	files := mongo.NewFiles(rt.Store, q.Relay)
+	gen := ids.NewGenerator(nil)
+	// The events' objects are rendered as the HTTP port answers them.
+	cases := mongo.NewCases(rt.Store, q.Relay, httpport.CaseEvents(gen, time.Now))
+	files := mongo.NewFiles(rt.Store, q.Relay, httpport.FileEvents(gen, time.Now))
 	contents := mongo.NewContents(rt.Store)
 	if err := service.EnsureIndexes(ctx, cases, files, contents); err != nil {
 		return fail(err)
@@ -43,13 +45,10 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		Files:    files,
 		Contents: contents,
 		Now:      time.Now,
-		IDs:      ids.NewGenerator(nil),
+		IDs:      gen,
 		Log:      rt.Log,
 	}, app.Config{
-		Partner:       cfg.Partner,
-		RenderCase:    httpport.CaseObject,
-		RenderFile:    httpport.FileObject,
-		RenderPayment: httpport.PaymentObject,
+		Partner: cfg.Partner,
 	})
 	// Closers run last-registered first: this one before the store closes.
 	rt.OnClose(svc.Drain)

@@ -39,8 +39,10 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		return fail(err)
 	}
 	scheduler := asynqadapter.NewScheduler(q.Producer, q.Redis, cfg.AttemptTimeout)
-	agreements := mongo.NewAgreements(rt.Store, q.Relay)
-	requests := mongo.NewRequests(rt.Store, q.Relay)
+	gen := ids.NewGenerator(nil)
+	agreementEvents, requestEvents := httpport.AgreementEvents(gen, time.Now), httpport.RequestEvents(gen, time.Now)
+	agreements := mongo.NewAgreements(rt.Store, q.Relay, agreementEvents)
+	requests := mongo.NewRequests(rt.Store, q.Relay, requestEvents)
 	if err := service.EnsureIndexes(ctx, agreements, requests); err != nil {
 		return fail(err)
 	}
@@ -57,16 +59,13 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		Scheduler:  scheduler,
 		Outcomes:   outcomes,
 		Now:        time.Now,
-		IDs:        ids.NewGenerator(nil),
+		IDs:        gen,
 		Log:        log,
 	}, app.Config{
-		ClaimTTL:        cfg.claimTTL(),
-		CancelWait:      cfg.CancelWait,
-		AdvanceWait:     cfg.AdvanceWait,
-		ReconcileGrace:  cfg.ReconcileInterval,
-		RenderAgreement: httpport.AgreementObject,
-		RenderRequest:   httpport.RequestObject,
-		RenderCharge:    httpport.ChargeObject,
+		ClaimTTL:       cfg.claimTTL(),
+		CancelWait:     cfg.CancelWait,
+		AdvanceWait:    cfg.AdvanceWait,
+		ReconcileGrace: cfg.ReconcileInterval,
 	})
 	httpport.Register(rt.App, svc)
 

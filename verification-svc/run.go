@@ -39,7 +39,8 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	if err != nil {
 		return fail(err)
 	}
-	sessions := mongo.NewSessions(rt.Store, q.Relay)
+	gen := ids.NewGenerator(nil)
+	sessions := mongo.NewSessions(rt.Store, q.Relay, httpport.SessionEvents(gen, time.Now))
 	if err := service.EnsureIndexes(ctx, sessions); err != nil {
 		return fail(err)
 	}
@@ -55,13 +56,11 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		// No verification provider exists yet: live sessions stay created (docs/api.md).
 		Provider: nil,
 		Now:      time.Now,
-		IDs:      ids.NewGenerator(nil),
+		IDs:      gen,
 		Log:      rt.Log,
 	}, app.Config{
-		TTL:           cfg.SessionTTL,
-		AllowPrivate:  cfg.WebhookAllowPrivate,
-		RenderSession: httpport.SessionObject,
-		RenderReport:  httpport.ReportObject,
+		TTL:          cfg.SessionTTL,
+		AllowPrivate: cfg.WebhookAllowPrivate,
 	})
 	httpport.Register(rt.App, svc)
 	if err := work(rt, q, svc, cfg); err != nil {

@@ -273,6 +273,18 @@ func TestCompletedPath(t *testing.T) {
 	if !slices.Equal(types, want) {
 		t.Fatalf("events %v\nwant %v", types, want)
 	}
+	// A change's answer is the object its event shows (the rendering they share), and the
+	// report's event shows the report as the API does; none carries previous_attributes.
+	for i, answer := range map[int][]byte{2: p.Raw, 3: r.Raw, 4: done.Raw} {
+		if got := string(evs[i].Data.Object); got != string(answer) {
+			t.Errorf("%s shows\n%s\nthe API answered\n%s", evs[i].Type, got, answer)
+		}
+	}
+	for _, ev := range evs {
+		if ev.Data.PreviousAttributes != nil || ev.Request.ID == nil {
+			t.Errorf("%s: previous_attributes %s, request %+v", ev.Type, ev.Data.PreviousAttributes, ev.Request)
+		}
+	}
 }
 
 // TestFailedCancelRedact: a failed session says why; cancel keeps that; redaction.

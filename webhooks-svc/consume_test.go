@@ -13,6 +13,7 @@ import (
 
 	"rentalplatform/libs/asynqx"
 	"rentalplatform/libs/events"
+	"rentalplatform/libs/events/eventstest"
 	"rentalplatform/libs/eventtask"
 	"rentalplatform/libs/identity"
 	"rentalplatform/libs/outbox"
@@ -55,7 +56,7 @@ func TestConsumesPublishedEvents(t *testing.T) {
 	c.createEndpoint(other.url(), "payment_request.failed")
 	c.otherMode().createEndpoint(otherMode.url(), "*")
 
-	ev, err := events.New(s.ids, time.Now(), events.Change{
+	ev, err := eventstest.New(s.ids, time.Now(), eventstest.Change{
 		Type: "payment_request.succeeded", Account: c.account,
 		Object: map[string]any{"id": "preq_1", "object": "payment_request", "amount": 1000},
 		Caller: &identity.Identity{Account: c.account, RequestID: "req_payments", IdempotencyKey: "pay-1"},
@@ -140,7 +141,7 @@ func TestConsumesBatches(t *testing.T) {
 	var docs []outbox.Doc
 	var want []string
 	for i, typ := range []string{"payment_request.processing", "payment_request.succeeded", "payment_request.created"} {
-		ev, err := events.New(s.ids, time.Now(), events.Change{
+		ev, err := eventstest.New(s.ids, time.Now(), eventstest.Change{
 			Type: typ, Account: c.account,
 			Object: map[string]any{"id": "preq_" + strconv.Itoa(i), "object": "payment_request"},
 		})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"rentalplatform/libs/events"
+	"rentalplatform/libs/events/eventstest"
 	"rentalplatform/libs/ids"
 )
 
@@ -29,7 +30,7 @@ func TestWebhookDeliveriesList(t *testing.T) {
 	g := c.createEndpoint(good.url(), "webhook_endpoint.created", "webhook_endpoint.updated").str("id")
 	b := c.createEndpoint(bad.url(), "webhook_endpoint.updated").str("id")
 	c.do("POST", "/v1/webhook_endpoints/"+b, `{"description":"renamed"}`).wantOK(t)
-	e4, err := events.New(s.ids, time.Now(), events.Change{
+	e4, err := eventstest.New(s.ids, time.Now(), eventstest.Change{
 		Type: "verification_session.created", Account: c.account,
 		Object:      map[string]any{"id": "vs_1", "object": "verification_session"},
 		Destination: &events.Destination{URL: dest.url(), Secret: ids.StdSecret("whsec_", 32)},

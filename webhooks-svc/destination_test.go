@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"rentalplatform/libs/events"
+	"rentalplatform/libs/events/eventstest"
 	"rentalplatform/libs/ids"
 )
 
@@ -29,7 +30,7 @@ func TestDeliveryToAnEventsDestination(t *testing.T) {
 				return 200
 			})
 			secret := ids.StdSecret("whsec_", 32)
-			ev, err := events.New(s.ids, time.Now(), events.Change{
+			ev, err := eventstest.New(s.ids, time.Now(), eventstest.Change{
 				Type: "verification_session.created", Account: c.account,
 				Object:      map[string]any{"id": "vs_1", "object": "verification_session"},
 				Destination: &events.Destination{URL: dest.url(), Secret: secret},

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,7 +19,7 @@ func TestEventsListFilters(t *testing.T) {
 	// B, delivered to G (succeeds) and B (fails). e4: deleted of B, delivered to nobody.
 	g := c.createEndpoint(good.url(), "webhook_endpoint.created", "webhook_endpoint.updated").str("id")
 	b := c.createEndpoint(bad.url(), "webhook_endpoint.updated").str("id")
-	c.do("POST", "/v1/webhook_endpoints/"+b, `{"description":"renamed"}`).wantOK(t)
+	updated := c.do("POST", "/v1/webhook_endpoints/"+b, `{"description":"renamed"}`).wantOK(t)
 	var all []string
 	eventually(t, 20*time.Second, func() bool { all = c.eventIDs(""); return len(all) == 3 }, "three events")
 	e3, e2, e1 := all[0], all[1], all[2]
@@ -86,6 +87,9 @@ func TestEventsListFilters(t *testing.T) {
 		data["previous_attributes"].(map[string]any)["description"] != nil || len(data["previous_attributes"].(map[string]any)) != 1 ||
 		ev.body["request"].(map[string]any)["id"] == nil {
 		t.Fatalf("updated event %s", ev.raw)
+	}
+	if !reflect.DeepEqual(updated.body, data["object"]) {
+		t.Fatalf("the update answered %s, its event's object is %v", updated.raw, data["object"])
 	}
 	ev = c.do("GET", "/v1/events/"+e4, "").wantOK(t)
 	if ev.str("type") != "webhook_endpoint.deleted" || ev.body["data"].(map[string]any)["object"].(map[string]any)["id"] != b ||

@@ -48,8 +48,9 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	if err != nil {
 		return fail(err)
 	}
-	relay := q.Relay
-	endpoints := mongo.NewRepository(rt.Store, relay, cfg.EndpointCacheTTL)
+	gen := ids.NewGenerator(nil)
+	emitter := httpport.EndpointEvents(gen, time.Now)
+	endpoints := mongo.NewRepository(rt.Store, q.Relay, emitter, cfg.EndpointCacheTTL)
 	eventStore := mongo.NewEvents(rt.Store)
 	deliveries := mongo.NewDeliveries(rt.Store)
 	if err := service.EnsureIndexes(ctx, endpoints, retained{"events", eventStore, cfg.EventsRetention, log},
@@ -75,7 +76,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		Deliveries: deliveries,
 		Scheduler:  asynqadapter.NewScheduler(q.Producer, inspector, cfg.Timeout),
 		Sender:     sender,
-		IDs:        ids.NewGenerator(nil),
+		IDs:        gen,
 		Log:        log,
 	}, app.Config{
 		Schedule:          cfg.RetrySchedule,
@@ -84,7 +85,6 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		AllowPrivate:      cfg.AllowPrivate,
 		InlineWait:        cfg.InlineWait,
 		InlineConcurrency: cfg.InlineConcurrency,
-		RenderEndpoint:    httpport.EndpointObject,
 	})
 	httpport.Register(rt.App, svc)
 

@@ -17,6 +17,7 @@ import (
 	"rentalplatform/embedded/testkit"
 	"rentalplatform/libs/docstore"
 	"rentalplatform/libs/events"
+	"rentalplatform/libs/events/eventstest"
 	"rentalplatform/libs/ids"
 	"rentalplatform/libs/listing"
 	"rentalplatform/libs/outbox"
@@ -92,7 +93,7 @@ func newEnv(t *testing.T, s strategy, raw *mongo.Database, cache int) *env {
 
 func (e *env) event(t *testing.T, id string) events.Event {
 	t.Helper()
-	ev, err := events.New(e.gen, time.Now(), events.Change{Type: "account.updated", Account: "acct_1", Object: map[string]string{"id": id}})
+	ev, err := eventstest.New(e.gen, time.Now(), eventstest.Change{Type: "account.updated", Account: "acct_1", Object: map[string]string{"id": id}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,10 +7,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"time"
-
-	"rentalplatform/libs/identity"
-	"rentalplatform/libs/ids"
 )
 
 // Request names the API request that caused an event; both fields are null for background
@@ -50,55 +46,6 @@ type Event struct {
 	Request         Request      `json:"request"`
 	Data            Data         `json:"data"`
 	Destination     *Destination `json:"destination,omitempty"`
-}
-
-// Change describes one customer-visible change.
-type Change struct {
-	Type     string
-	Account  string
-	Livemode bool
-	// Object is the API object after the change, as the API renders it.
-	Object any
-	// Previous holds the changed top-level fields with their old values (updates only).
-	Previous map[string]any
-	// Caller is the API request that made the change; nil for background transitions.
-	Caller *identity.Identity
-	// Destination, when set, replaces the account's webhook endpoints as where the event is
-	// delivered (docs/events.md, "Deliveries to an object's own webhook_url").
-	Destination *Destination
-}
-
-// New builds the event for a change. The object is rendered to JSON now and kept as bytes, so
-// the event shows the object as it was at this moment whatever happens to it later.
-func New(gen *ids.Generator, now time.Time, c Change) (Event, error) {
-	obj, err := json.Marshal(c.Object)
-	if err != nil {
-		return Event{}, fmt.Errorf("event %s: render object: %w", c.Type, err)
-	}
-	e := Event{
-		ID:         gen.New(ids.Event),
-		Object:     "event",
-		Type:       c.Type,
-		Account:    c.Account,
-		APIVersion: APIVersion,
-		Created:    now.Unix(),
-		Livemode:   c.Livemode,
-		Data:       Data{Object: obj},
-	}
-	if c.Destination != nil {
-		d := *c.Destination
-		e.Destination = &d
-	}
-	if c.Previous != nil {
-		if e.Data.PreviousAttributes, err = json.Marshal(c.Previous); err != nil {
-			return Event{}, fmt.Errorf("event %s: render previous attributes: %w", c.Type, err)
-		}
-	}
-	if c.Caller != nil {
-		e.Request.ID = nonEmpty(c.Caller.RequestID)
-		e.Request.IdempotencyKey = nonEmpty(c.Caller.IdempotencyKey)
-	}
-	return e, nil
 }
 
 func nonEmpty(s string) *string {

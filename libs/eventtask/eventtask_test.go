@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"rentalplatform/libs/events"
+	"rentalplatform/libs/events/eventstest"
 	"rentalplatform/libs/ids"
 )
 
@@ -16,7 +17,7 @@ type obj struct {
 }
 
 func TestPayloadRoundTrip(t *testing.T) {
-	e, _ := events.New(ids.NewGenerator(nil), time.Now(), events.Change{Type: "x.y", Account: "acct_a", Livemode: true, Object: obj{ID: "a"}})
+	e, _ := eventstest.New(ids.NewGenerator(nil), time.Now(), eventstest.Change{Type: "x.y", Account: "acct_a", Livemode: true, Object: obj{ID: "a"}})
 	b, err := Marshal(e)
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +37,7 @@ func TestBatchRoundTrip(t *testing.T) {
 	g := ids.NewGenerator(nil)
 	var evs []events.Event
 	for i := range 3 {
-		e, _ := events.New(g, time.Now(), events.Change{Type: "x.y", Account: "acct_a", Object: obj{ID: strconv.Itoa(i)}})
+		e, _ := eventstest.New(g, time.Now(), eventstest.Change{Type: "x.y", Account: "acct_a", Object: obj{ID: strconv.Itoa(i)}})
 		evs = append(evs, e)
 	}
 	b, err := MarshalBatch(evs)
@@ -77,7 +78,7 @@ func TestBatchRoundTrip(t *testing.T) {
 
 // A payload with half a destination is refused rather than delivered unsigned or nowhere.
 func TestHalfADestinationIsRefused(t *testing.T) {
-	e, err := events.New(ids.NewGenerator(nil), time.Now(), events.Change{Type: "x.y", Account: "acct_a", Object: obj{ID: "vs_1"},
+	e, err := eventstest.New(ids.NewGenerator(nil), time.Now(), eventstest.Change{Type: "x.y", Account: "acct_a", Object: obj{ID: "vs_1"},
 		Destination: &events.Destination{URL: "https://hooks.example.com/x", Secret: "whsec_c2VjcmV0"}})
 	if err != nil {
 		t.Fatal(err)

@@ -23,6 +23,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"rentalplatform/libs/apierr"
+	"rentalplatform/libs/events"
 	"rentalplatform/libs/identity"
 	"rentalplatform/libs/ids"
 )
@@ -78,6 +79,8 @@ type requestInfo struct {
 	identity  identity.Identity
 	requestID string
 	buf       [32 + ids.EncodedLen]byte
+	// answer holds what a change made by the request rendered of its aggregate (Object).
+	answer *events.Answer
 }
 
 // New returns a Fiber app with the platform's middleware installed.
@@ -162,7 +165,14 @@ func identify(signer *identity.Signer, requestIDs *ids.Generator, log *slog.Logg
 				return apierr.New(401, apierr.Authentication, apierr.CodeIdentityInvalid,
 					"This service only accepts requests forwarded by the gateway.")
 			}
-			c.Locals(requestKey, &requestInfo{identity: id, requestID: id.RequestID})
+			info := &requestInfo{identity: id, requestID: id.RequestID}
+			if c.Method() != fiber.MethodGet {
+				// A change: its events' rendering of the object may be the answer (Object).
+				var ctx context.Context
+				ctx, info.answer = events.WithAnswer(c.UserContext())
+				c.SetUserContext(ctx)
+			}
+			c.Locals(requestKey, info)
 		} else if requestIDs != nil {
 			info := &requestInfo{}
 			id := requestIDs.Append(info.buf[:0], ids.Request)
@@ -308,6 +318,19 @@ func Identity(c *fiber.Ctx) identity.Identity {
 		return info.identity
 	}
 	return identity.Identity{}
+}
+
+// Object answers with a as JSON: the very bytes the events of the request's change hold when
+// the change rendered a (events.Answer), so an object is rendered once per change; else
+// render's rendering.
+func Object[A, R any](c *fiber.Ctx, a A, render func(A) R) error {
+	if info, ok := c.Locals(requestKey).(*requestInfo); ok {
+		if b, ok := info.answer.For(a); ok {
+			c.Response().Header.SetContentType(fiber.MIMEApplicationJSON)
+			return c.Send(b)
+		}
+	}
+	return c.JSON(render(a))
 }
 
 // RequestID returns the request's id, or "".

@@ -19,6 +19,7 @@ import (
 	"rentalplatform/embedded/testkit"
 	"rentalplatform/libs/asynqx"
 	"rentalplatform/libs/events"
+	"rentalplatform/libs/events/eventstest"
 	"rentalplatform/libs/eventtask"
 	"rentalplatform/libs/identity"
 	"rentalplatform/libs/ids"
@@ -86,7 +87,7 @@ var prop = propagation.TraceContext{}
 
 func newDoc(t *testing.T, ctx context.Context, gen *ids.Generator, typ string) Doc {
 	t.Helper()
-	e, err := events.New(gen, time.Now(), events.Change{Type: typ, Account: "acct_a", Object: map[string]string{"id": "agg"},
+	e, err := eventstest.New(gen, time.Now(), eventstest.Change{Type: typ, Account: "acct_a", Object: map[string]string{"id": "agg"},
 		Caller: &identity.Identity{Account: "acct_a", RequestID: "req_1", IdempotencyKey: "k"}})
 	if err != nil {
 		t.Fatal(err)
@@ -275,7 +276,7 @@ func TestDestinationRoundTrip(t *testing.T) {
 	gen := ids.NewGenerator(nil)
 	dest := &events.Destination{URL: "https://hooks.example.com/vs", Secret: "whsec_c2VjcmV0"}
 	for _, want := range []*events.Destination{dest, nil} {
-		e, err := events.New(gen, time.Now(), events.Change{Type: "verification_session.created", Account: "acct_a",
+		e, err := eventstest.New(gen, time.Now(), eventstest.Change{Type: "verification_session.created", Account: "acct_a",
 			Object: map[string]string{"id": "vs_1"}, Destination: want})
 		if err != nil {
 			t.Fatal(err)

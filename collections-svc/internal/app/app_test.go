@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -49,13 +50,14 @@ func newEnvWith(t *testing.T, random func([]byte), wrap func(app.Contents) app.C
 	db := servicetest.Store(t)
 	q := &outboxtest.Queue{}
 	relay := outboxtest.NewRelay(q)
-	cases, files := mongo.NewCases(db, relay), mongo.NewFiles(db, relay)
+	gen := ids.NewGenerator(nil)
+	cases := mongo.NewCases(db, relay, httpport.CaseEvents(gen, time.Now))
+	files := mongo.NewFiles(db, relay, httpport.FileEvents(gen, time.Now))
 	if err := cases.EnsureIndexes(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	svc := app.New(app.Deps{Cases: cases, Files: files, Contents: wrap(mongo.NewContents(db)), IDs: ids.NewGenerator(nil), Random: random},
-		app.Config{Partner: domain.Partner{Name: "P", Email: "p@example.com", Phone: "+15555550100", Site: "https://p.example.com"},
-			RenderCase: httpport.CaseObject, RenderFile: httpport.FileObject, RenderPayment: httpport.PaymentObject})
+	svc := app.New(app.Deps{Cases: cases, Files: files, Contents: wrap(mongo.NewContents(db)), IDs: gen, Random: random},
+		app.Config{Partner: domain.Partner{Name: "P", Email: "p@example.com", Phone: "+15555550100", Site: "https://p.example.com"}})
 	chunks := func() int64 {
 		n, err := db.Database().Collection(mongo.ContentsBucket+".chunks").CountDocuments(context.Background(), bson.D{})
 		if err != nil {

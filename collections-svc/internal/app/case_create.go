@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"rentalplatform/libs/eventtype"
+	"rentalplatform/libs/events"
 	"rentalplatform/libs/ids"
 
 	"rentalplatform/collections-svc/internal/domain"
@@ -36,13 +36,11 @@ func (s *Service) CreateCase(ctx context.Context, caller Caller, in CreateCase) 
 		AmountToRecover: in.AmountToRecover, Currency: in.Currency, Debtor: in.Debtor, DueDate: in.DueDate,
 		CreditorReference: in.CreditorReference, Metadata: in.Metadata,
 	}
+	ctx = events.CausedBy(ctx, caller)
 	for range referenceTries {
 		p.Reference = s.newReference()
 		c, err := domain.NewCase(p)
 		if err != nil {
-			return nil, err
-		}
-		if err := s.emit(c, eventtype.CollectionCaseCreated, c.Account(), c.Livemode(), s.cfg.RenderCase(c), &caller, nil); err != nil {
 			return nil, err
 		}
 		err = s.Cases.Create(ctx, c)

@@ -9,7 +9,7 @@ import (
 	"io"
 	"time"
 
-	"rentalplatform/libs/eventtype"
+	"rentalplatform/libs/events"
 	"rentalplatform/libs/ids"
 
 	"rentalplatform/collections-svc/internal/domain"
@@ -143,15 +143,12 @@ func (u *Upload) Commit(ctx context.Context, in FileFields) (*domain.File, error
 	if err != nil {
 		return nil, err
 	}
-	if err := u.s.emit(f, eventtype.CaseFileCreated, f.Account(), f.Livemode(), u.s.cfg.RenderFile(f), &u.caller, nil); err != nil {
-		return nil, err
-	}
 	w := u.w
 	if err := w.Commit(); err != nil {
 		return nil, err
 	}
 	u.w = nil // committed: Abort no longer drops it; a failed record below deletes it
-	if err := u.s.Files.Create(ctx, f); err != nil {
+	if err := u.s.Files.Create(events.CausedBy(ctx, u.caller), f); err != nil {
 		if derr := u.s.Contents.Delete(context.WithoutCancel(ctx), f.ID()); derr != nil {
 			u.s.Log.WarnContext(ctx, "deleting the content of a file whose record was not stored", "file", f.ID(), "error", derr.Error())
 		}

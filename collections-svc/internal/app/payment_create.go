@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 
-	"rentalplatform/libs/eventtype"
 	"rentalplatform/libs/ids"
 
 	"rentalplatform/collections-svc/internal/domain"
@@ -26,10 +25,7 @@ func (s *Service) RecordPayment(ctx context.Context, caller Caller, id string, i
 		pay, err = c.RecordPayment(domain.PaymentParams{
 			ID: s.IDs.New(ids.DebtPayment), Created: s.Now(), Amount: in.Amount, PaidAt: in.PaidAt, Reference: in.Reference,
 		})
-		if err != nil {
-			return err
-		}
-		return s.emit(c, eventtype.DebtPaymentCreated, c.Account(), c.Livemode(), s.cfg.RenderPayment(c, pay), &caller, nil)
+		return err
 	})
 	if err != nil {
 		return domain.Payment{}, nil, err

@@ -5,11 +5,13 @@
 package app
 
 import (
+	"context"
 	"crypto/rand"
 	"log/slog"
 	"sync"
 	"time"
 
+	"rentalplatform/libs/events"
 	"rentalplatform/libs/identity"
 	"rentalplatform/libs/ids"
 
@@ -36,11 +38,6 @@ type Deps struct {
 type Config struct {
 	// Partner is the collection partner every case is submitted to.
 	Partner domain.Partner
-	// RenderCase, RenderFile and RenderPayment render objects as the API shows them: the
-	// objects of the events.
-	RenderCase    func(*domain.Case) any
-	RenderFile    func(*domain.File) any
-	RenderPayment func(*domain.Case, domain.Payment) any
 }
 
 // Service runs the use cases.
@@ -63,6 +60,16 @@ func New(deps Deps, cfg Config) *Service {
 		deps.Random = func(b []byte) { _, _ = rand.Read(b) } // crypto/rand.Read never fails
 	}
 	return &Service{Deps: deps, cfg: cfg}
+}
+
+// change applies fn to the caller's case and stores it with the events fn's changes raised,
+// which name the caller's request. fn may run more than once (the store retries on a
+// conflict), so it only changes the case it is given.
+func (s *Service) change(ctx context.Context, caller Caller, id string, fn func(*domain.Case) error) (*domain.Case, error) {
+	if !validCaseID(id) {
+		return nil, domain.CaseNotFound(id)
+	}
+	return s.Cases.Update(events.CausedBy(ctx, caller), id, caller.Account, caller.Livemode, fn)
 }
 
 // validCaseID reports whether id can name a case at all; anything else is answered as not

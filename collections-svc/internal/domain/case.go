@@ -13,6 +13,7 @@ import (
 
 	"rentalplatform/libs/domainerr"
 	"rentalplatform/libs/events"
+	"rentalplatform/libs/eventtype"
 	"rentalplatform/libs/validate"
 )
 
@@ -125,7 +126,8 @@ type Case struct {
 	created           time.Time
 	payments          []Payment
 
-	newEvents []events.Event
+	// Recorder keeps the events the case's changes raised until the store renders them.
+	events.Recorder
 }
 
 // DebtorParams is the debtor as the client gives it; nil: not sent.
@@ -197,12 +199,14 @@ func NewCase(p NewCaseParams) (*Case, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Case{
+	c := &Case{
 		id: p.ID, account: p.Account, livemode: p.Livemode, reference: p.Reference,
 		status: StatusActive, amountToRecover: *p.AmountToRecover, remainder: *p.AmountToRecover,
 		currency: currency, debtor: debtor, partner: p.Partner, creditorReference: creditorRef,
 		dueDate: due, metadata: md, created: p.Created.UTC().Truncate(time.Second),
-	}, nil
+	}
+	c.Raise(eventtype.CollectionCaseCreated)
+	return c, nil
 }
 
 func checkAmount(param string, n int64) error {
@@ -309,6 +313,7 @@ func (c *Case) Pause() error {
 		return domainerr.InvalidState("Only an active collection case can be paused; this one is %s.", c.status)
 	}
 	c.status = StatusPaused
+	c.RaiseUpdate(eventtype.CollectionCaseUpdated)
 	return nil
 }
 
@@ -318,6 +323,7 @@ func (c *Case) Resume() error {
 		return domainerr.InvalidState("Only a paused collection case can be resumed; this one is %s.", c.status)
 	}
 	c.status = StatusActive
+	c.RaiseUpdate(eventtype.CollectionCaseUpdated)
 	return nil
 }
 
@@ -347,6 +353,8 @@ func (c *Case) Close(code CloseCode) error {
 	}
 	c.status = StatusClosed
 	c.closeCode = code
+	c.RaiseUpdate(eventtype.CollectionCaseUpdated)
+	c.Raise(eventtype.CollectionCaseClosed)
 	return nil
 }
 
@@ -395,9 +403,12 @@ func (c *Case) RecordPayment(p PaymentParams) (Payment, error) {
 	}
 	c.payments = append(c.payments, pay)
 	c.remainder -= pay.Amount
+	c.RaisePart(eventtype.DebtPaymentCreated, pay)
+	c.RaiseUpdate(eventtype.CollectionCaseUpdated)
 	if c.remainder == 0 {
 		c.status = StatusClosed
 		c.closeCode = ClosePaidInFull
+		c.Raise(eventtype.CollectionCaseClosed)
 	}
 	return pay, nil
 }
@@ -424,8 +435,6 @@ func (c *Case) DueDate() time.Time          { return c.dueDate }
 func (c *Case) Metadata() map[string]string { return maps.Clone(c.metadata) }
 func (c *Case) Created() time.Time          { return c.created }
 func (c *Case) Payments() []Payment         { return slices.Clone(c.payments) }
-func (c *Case) Emit(ev events.Event)        { c.newEvents = append(c.newEvents, ev) }
-func (c *Case) NewEvents() []events.Event   { return slices.Clone(c.newEvents) }
 
 // CaseState is every field of a case, for the repository.
 type CaseState struct {

@@ -9,6 +9,7 @@ import (
 
 	"rentalplatform/libs/domainerr"
 	"rentalplatform/libs/events"
+	"rentalplatform/libs/eventtype"
 	"rentalplatform/libs/validate"
 )
 
@@ -51,7 +52,8 @@ type File struct {
 	sha256       string
 	created      time.Time
 
-	newEvents []events.Event
+	// Recorder keeps case_file.created until the store renders it.
+	events.Recorder
 }
 
 // NewFileParams is everything needed to record an uploaded file. Content fields (size, type,
@@ -93,6 +95,7 @@ func NewFile(p NewFileParams) (*File, error) {
 		}
 		f.description = d
 	}
+	f.Raise(eventtype.CaseFileCreated)
 	return f, nil
 }
 
@@ -133,14 +136,12 @@ func (f *File) DocumentType() DocumentType { return f.documentType }
 // crlf turns CRLF and lone CR line breaks into LF.
 var crlf = strings.NewReplacer("\r\n", "\n", "\r", "\n")
 
-func (f *File) Description() string       { return f.description }
-func (f *File) Filename() string          { return f.filename }
-func (f *File) Size() int64               { return f.size }
-func (f *File) ContentType() string       { return f.contentType }
-func (f *File) SHA256() string            { return f.sha256 }
-func (f *File) Created() time.Time        { return f.created }
-func (f *File) Emit(ev events.Event)      { f.newEvents = append(f.newEvents, ev) }
-func (f *File) NewEvents() []events.Event { return slices.Clone(f.newEvents) }
+func (f *File) Description() string { return f.description }
+func (f *File) Filename() string    { return f.filename }
+func (f *File) Size() int64         { return f.size }
+func (f *File) ContentType() string { return f.contentType }
+func (f *File) SHA256() string      { return f.sha256 }
+func (f *File) Created() time.Time  { return f.created }
 
 // Owned reports whether the file belongs to the account in the mode and to the case.
 func (f *File) Owned(caseID, account string, livemode bool) bool {

@@ -21,7 +21,7 @@ var ErrReferenceTaken = errors.New("collection case reference taken")
 
 // CaseRepository stores cases. Methods taking an account and mode are scoped to them: a case
 // of another account or mode is CaseNotFound, never returned. The events a case raised
-// (NewEvents) are stored with it, in the same write, in its outbox.
+// (its Recorder) are rendered and stored with it, in the same write, in its outbox.
 type CaseRepository interface {
 	// Create stores a new case, or returns ErrReferenceTaken (nothing stored).
 	Create(ctx context.Context, c *Case) error

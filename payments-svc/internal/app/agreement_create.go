@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"rentalplatform/libs/domainerr"
-	"rentalplatform/libs/eventtype"
+	"rentalplatform/libs/events"
 	"rentalplatform/libs/ids"
 
 	"rentalplatform/payments-svc/internal/domain"
@@ -56,10 +56,7 @@ func (s *Service) CreateAgreement(ctx context.Context, caller Caller, in CreateA
 			return nil, domainerr.InvalidParam(param, "Invalid %s: %s", param, msg)
 		}
 	}
-	if err := s.emitAgreement(a, eventtype.PaymentAgreementCreated, &caller, nil); err != nil {
-		return nil, err
-	}
-	if err := s.Agreements.Create(ctx, a); err != nil {
+	if err := s.Agreements.Create(events.CausedBy(ctx, caller), a); err != nil {
 		return nil, err
 	}
 	return a, nil

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"rentalplatform/libs/domainerr"
+	"rentalplatform/libs/events"
 	"rentalplatform/libs/eventtype"
 	"rentalplatform/libs/identity"
 	"rentalplatform/libs/ids"
@@ -132,23 +133,25 @@ func newFixture(t *testing.T, cancelWait time.Duration) *fixture {
 	db := servicetest.Store(t)
 	q := &outboxtest.Queue{}
 	relay := outboxtest.NewRelay(q)
-	agreements, requests := mongo.NewAgreements(db, relay), mongo.NewRequests(db, relay)
+	clk := &clock{now: time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)}
+	gen := ids.NewGenerator(clk.Now)
+	// The events as run.go renders them.
+	agreements := mongo.NewAgreements(db, relay, httpport.AgreementEvents(gen, clk.Now))
+	requests := mongo.NewRequests(db, relay, httpport.RequestEvents(gen, clk.Now))
 	if err := agreements.EnsureIndexes(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if err := requests.EnsureIndexes(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	clk := &clock{now: time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)}
 	sim := simulator.New(db, clk.Now)
 	proc := &gatedProcessor{Processor: sim}
 	sched := &fakeScheduler{tasks: map[string]time.Time{}}
 	svc := app.New(app.Deps{
 		Agreements: agreements, Requests: requests, Test: proc, Scheduler: sched,
-		Now: clk.Now, IDs: ids.NewGenerator(clk.Now),
+		Now: clk.Now, IDs: gen,
 	}, app.Config{
 		ClaimTTL: claimTTL, CancelWait: cancelWait, AdvanceWait: time.Second, ReconcileGrace: time.Minute,
-		RenderAgreement: httpport.AgreementObject, RenderRequest: httpport.RequestObject, RenderCharge: httpport.ChargeObject,
 	})
 	return &fixture{svc: svc, sched: sched, clock: clk, sim: sim, proc: proc, queue: q,
 		caller: identity.Identity{Account: "acct_1", RequestID: "req_1"}}
@@ -498,5 +501,107 @@ func TestChargesOfAnAttempt(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("charge events %v; want %v", got, want)
+	}
+}
+
+// waitEvents waits until the queue holds n events (writes publish theirs on goroutines of
+// their own) and returns them.
+func (f *fixture) waitEvents(t *testing.T, n int) []events.Event {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); len(f.queue.Events()) < n && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	evs := f.queue.Events()
+	if len(evs) != n {
+		var types []string
+		for _, ev := range evs {
+			types = append(types, ev.Type)
+		}
+		t.Fatalf("%d events %v; want %d", len(evs), types, n)
+	}
+	return evs
+}
+
+// An update's previous_attributes are the fields it changed, with their values before: the
+// engine's payment_agreement.updated (a hard decline fails a method) carries the payment
+// methods as they were, and the cancel's payment_agreement.cancelled the status and
+// cancelled_at. The engine's events name no API request; the cancel's, and those of its
+// cascade, name the request that cancelled (and its idempotency key).
+func TestPreviousAttributesAndCausesOfEvents(t *testing.T) {
+	f := newFixture(t, time.Second)
+	a := f.agreement(t, simulator.TokenDeclined, simulator.TokenInsufficientFunds)
+	created, err := events.FieldsOf(httpport.AgreementObject(a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := f.request(t, a.ID())
+	if err := f.svc.RunAttempt(t.Context(), r.ID(), 1); err != nil {
+		t.Fatal(err)
+	}
+	// The engine's events (processing, two charges, retrying) and the agreement's update.
+	evs := f.waitEvents(t, 7)
+	failed, err := f.svc.GetAgreement(t.Context(), f.caller, a.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := failed.Methods()[0]; m.Status != domain.MethodFailed {
+		t.Fatalf("the hard-declined method is %+v", m)
+	}
+	canceller := identity.Identity{Account: "acct_1", RequestID: "req_cancel", IdempotencyKey: "idem_cancel"}
+	if _, err := f.svc.CancelAgreement(t.Context(), canceller, a.ID()); err != nil {
+		t.Fatal(err)
+	}
+	evs = f.waitEvents(t, 9)
+
+	byType := map[string]events.Event{}
+	for _, ev := range evs {
+		if _, dup := byType[ev.Type]; dup && ev.Type != eventtype.ChargeFailed {
+			t.Fatalf("two %s events", ev.Type)
+		}
+		byType[ev.Type] = ev
+	}
+	str := func(p *string) string {
+		if p == nil {
+			return "null"
+		}
+		return *p
+	}
+	for typ, want := range map[string]string{
+		eventtype.PaymentAgreementCreated:   "req_1 null",
+		eventtype.PaymentRequestCreated:     "req_1 null",
+		eventtype.PaymentRequestProcessing:  "null null",
+		eventtype.ChargeFailed:              "null null",
+		eventtype.PaymentRequestRetrying:    "null null",
+		eventtype.PaymentAgreementUpdated:   "null null",
+		eventtype.PaymentAgreementCancelled: "req_cancel idem_cancel",
+		eventtype.PaymentRequestCancelled:   "req_cancel idem_cancel",
+	} {
+		ev, ok := byType[typ]
+		if !ok {
+			t.Fatalf("no %s event", typ)
+		}
+		if got := str(ev.Request.ID) + " " + str(ev.Request.IdempotencyKey); got != want {
+			t.Errorf("%s names request %s; want %s", typ, got, want)
+		}
+	}
+	for _, ev := range evs {
+		update := ev.Type == eventtype.PaymentAgreementUpdated || ev.Type == eventtype.PaymentAgreementCancelled
+		if !update && ev.Data.PreviousAttributes != nil {
+			t.Errorf("%s carries previous_attributes %s", ev.Type, ev.Data.PreviousAttributes)
+		}
+	}
+
+	// The update: the payment methods as they were, nothing else; its object is the agreement
+	// with the method failed.
+	updated := byType[eventtype.PaymentAgreementUpdated]
+	if got, want := string(updated.Data.PreviousAttributes), `{"payment_methods":`+string(created["payment_methods"])+`}`; got != want {
+		t.Errorf("payment_agreement.updated previous_attributes %s; want %s", got, want)
+	}
+	if got, err := json.Marshal(httpport.AgreementObject(failed)); err != nil || string(got) != string(updated.Data.Object) {
+		t.Errorf("payment_agreement.updated object %s; want %s", updated.Data.Object, got)
+	}
+	// The cancel: the status and cancelled_at it had.
+	if got := string(byType[eventtype.PaymentAgreementCancelled].Data.PreviousAttributes); got != `{"cancelled_at":null,"status":"active"}` {
+		t.Errorf("payment_agreement.cancelled previous_attributes %s", got)
 	}
 }

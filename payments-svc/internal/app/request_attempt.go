@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"rentalplatform/libs/events"
-	"rentalplatform/libs/eventtype"
 	"rentalplatform/libs/ids"
 
 	"rentalplatform/payments-svc/internal/domain"
@@ -101,13 +99,10 @@ type attempt struct {
 // not due, or is claimed by a run still fresh, is a *RetryAt for when it can run.
 func (a attempt) claim(r *domain.Request) error {
 	if !a.agreement.Active() && r.Status().Open() && !r.Claimed() {
-		changed, err := r.Cancel(domain.StopAgreementCancelled, a.s.Now())
-		if err != nil || !changed {
-			return err
-		}
-		return a.s.emitRequest(r, eventtype.PaymentRequestCancelled, nil)
+		_, err := r.Cancel(domain.StopAgreementCancelled, a.s.Now())
+		return err
 	}
-	started, err := r.ClaimAttempt(a.n, a.token, a.s.Now(), a.s.cfg.ClaimTTL)
+	_, err := r.ClaimAttempt(a.n, a.token, a.s.Now(), a.s.cfg.ClaimTTL)
 	switch {
 	case errors.Is(err, domain.ErrAttemptNotDue):
 		_, due := r.Scheduled()
@@ -118,10 +113,8 @@ func (a attempt) claim(r *domain.Request) error {
 		return err
 	case err != nil:
 		return fmt.Errorf("claim: %w", err)
-	case !started:
-		return nil
 	}
-	return a.s.emitRequest(r, eventtype.PaymentRequestProcessing, nil)
+	return nil
 }
 
 // charge charges the usable methods in order until one succeeds. A request the claim cancelled
@@ -160,22 +153,14 @@ func (a attempt) charge(ctx context.Context, r *domain.Request) (domain.Charged,
 }
 
 // record stores the attempt's outcome with its charges. The charges' events, then the
-// request's, are all stored by the write that records the outcome: none is raised for a charge
-// whose record is lost.
+// request's, are all raised by Record and stored by the write that records the outcome: none
+// is raised for a charge whose record is lost.
 func (a attempt) record(r *domain.Request, c domain.Charged) error {
-	outcome, err := r.Record(a.n, a.token, c.Tries, len(c.Hard) < len(a.methods))
-	if errors.Is(err, domain.ErrAttemptObsolete) {
-		return err
-	}
-	if err != nil {
+	_, err := r.Record(a.n, a.token, c.Tries, len(c.Hard) < len(a.methods))
+	if err != nil && !errors.Is(err, domain.ErrAttemptObsolete) {
 		return fmt.Errorf("record: %w", err)
 	}
-	for _, t := range c.Tries {
-		if err := a.s.emitCharge(r, t); err != nil {
-			return err
-		}
-	}
-	return a.s.emitRequest(r, requestEvent[outcome], nil)
+	return err
 }
 
 // failMethods marks the methods that were hard-declined as failed on the agreement
@@ -185,18 +170,8 @@ func (s *Service) failMethods(ctx context.Context, agreement string, hard []doma
 		return nil
 	}
 	_, err := s.Agreements.UpdateAny(ctx, agreement, func(a *domain.Agreement) error {
-		before, err := events.FieldsOf(s.cfg.RenderAgreement(a))
-		if err != nil {
-			return err
-		}
-		changed := false
-		for _, t := range hard {
-			changed = a.FailMethod(t.Method, t.FailureCode) || changed
-		}
-		if !changed {
-			return nil
-		}
-		return s.emitAgreement(a, eventtype.PaymentAgreementUpdated, nil, map[string]any{"payment_methods": before["payment_methods"]})
+		a.FailMethods(hard)
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("mark payment methods failed on %s: %w", agreement, err)

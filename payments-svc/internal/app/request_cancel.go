@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"rentalplatform/libs/eventtype"
+	"rentalplatform/libs/events"
 	"rentalplatform/libs/ids"
 
 	"rentalplatform/payments-svc/internal/domain"
@@ -21,22 +21,20 @@ func (s *Service) CancelRequest(ctx context.Context, caller Caller, id string) (
 	if !ids.Valid(ids.PaymentRequest, id) {
 		return nil, domain.RequestNotFound(id)
 	}
-	return s.cancelRequest(ctx, id, caller.Account, caller.Livemode, domain.StopCancelled, &caller, s.cfg.CancelWait)
+	return s.cancelRequest(events.CausedBy(ctx, caller), id, caller.Account, caller.Livemode, domain.StopCancelled, s.cfg.CancelWait)
 }
 
-// cancelRequest cancels a request for reason, waiting up to wait for a charging attempt as
-// CancelRequest says. An empty account skips the owner check (the cascade of an agreement's cancellation).
-func (s *Service) cancelRequest(ctx context.Context, id, account string, livemode bool, reason domain.StopReason, caller *Caller, wait time.Duration) (*domain.Request, error) {
+// cancelRequest cancels a request of the account for reason (payment_request.cancelled,
+// naming the request ctx names as its cause, if any), waiting up to wait for a charging
+// attempt as CancelRequest says.
+func (s *Service) cancelRequest(ctx context.Context, id, account string, livemode bool, reason domain.StopReason, wait time.Duration) (*domain.Request, error) {
 	var out *domain.Request
 	var scheduled int
 	done, err := poll(ctx, wait, func() (bool, error) {
 		r, err := s.Requests.Update(ctx, id, account, livemode, func(r *domain.Request) error {
 			scheduled, _ = r.Scheduled()
-			changed, err := r.Cancel(reason, s.Now())
-			if err != nil || !changed {
-				return err
-			}
-			return s.emitRequest(r, eventtype.PaymentRequestCancelled, caller)
+			_, err := r.Cancel(reason, s.Now())
+			return err
 		})
 		if errors.Is(err, domain.ErrAttemptInProgress) {
 			return false, nil

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"rentalplatform/libs/domainerr"
-	"rentalplatform/libs/eventtype"
+	"rentalplatform/libs/events"
 	"rentalplatform/libs/ids"
 
 	"rentalplatform/payments-svc/internal/domain"
@@ -71,11 +71,8 @@ func (s *Service) createRequests(ctx context.Context, caller Caller, in []Create
 			return nil, err
 		}
 		out[i] = r
-		if err := s.emitRequest(r, eventtype.PaymentRequestCreated, &caller); err != nil {
-			return nil, err
-		}
 	}
-	if err := s.Requests.Create(ctx, out); err != nil {
+	if err := s.Requests.Create(events.CausedBy(ctx, caller), out); err != nil {
 		return nil, err
 	}
 	for _, r := range out {

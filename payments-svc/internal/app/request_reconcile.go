@@ -58,7 +58,7 @@ func (s *Service) Reconcile(ctx context.Context) (int, error) {
 		return queued, fmt.Errorf("reconcile: %w", err)
 	}
 	for _, a := range cascading {
-		if err := s.cascade(ctx, a.ID(), nil); err != nil && !errors.Is(err, domain.ErrAgreementNotFound) {
+		if err := s.cascade(ctx, a.ID()); err != nil && !errors.Is(err, domain.ErrAgreementNotFound) {
 			errs = append(errs, err)
 		}
 	}

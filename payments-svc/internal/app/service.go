@@ -2,6 +2,12 @@
 // payment request API, and the collection engine (attempts, retries, the reconciler that
 // restores lost schedules, the cascade of an agreement's cancellation). It declares the
 // outbound ports it needs besides the repositories (ports.go).
+//
+// The aggregates raise their events (domain); the repositories render and store them with
+// the change. A use case acting for a caller names the caller's request as the events' cause
+// (events.CausedBy on the context of its write); the engine's work (attempts, the hard
+// declines they record on agreements, the reconciler) names none, so its events carry
+// request null.
 package app
 
 import (
@@ -20,7 +26,7 @@ import (
 )
 
 // Caller is who a use case acts for: the gateway-verified account and mode, and the API
-// request, which the events a change raises name.
+// request, which the events a change raises name (events.CausedBy).
 type Caller = identity.Identity
 
 // Deps are the adapters the use cases run on.
@@ -52,11 +58,6 @@ type Config struct {
 	// ReconcileGrace is how late an attempt may be before the reconciler takes its task for
 	// lost and queues it again.
 	ReconcileGrace time.Duration
-	// RenderAgreement, RenderRequest and RenderCharge render objects as the API shows them:
-	// the objects of the events.
-	RenderAgreement func(*domain.Agreement) any
-	RenderRequest   func(*domain.Request) any
-	RenderCharge    func(*domain.Request, domain.Try) any
 }
 
 // Service runs the use cases.

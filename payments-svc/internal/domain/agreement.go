@@ -15,6 +15,7 @@ import (
 
 	"rentalplatform/libs/domainerr"
 	"rentalplatform/libs/events"
+	"rentalplatform/libs/eventtype"
 	"rentalplatform/libs/validate"
 )
 
@@ -110,7 +111,8 @@ type Agreement struct {
 	// yet; the engine finishes the job (a crash between the two writes only delays it).
 	cascading bool
 
-	newEvents []events.Event
+	// Recorder keeps the events the agreement's changes raised until the store renders them.
+	events.Recorder
 }
 
 // MethodParams is one method as the client gives it.
@@ -144,7 +146,7 @@ type NewAgreementParams struct {
 	Metadata   map[string]string
 }
 
-// NewAgreement validates p and returns an active agreement.
+// NewAgreement validates p and returns an active agreement (payment_agreement.created).
 func NewAgreement(p NewAgreementParams) (*Agreement, error) {
 	tenant, err := newTenant(p)
 	if err != nil {
@@ -164,11 +166,13 @@ func NewAgreement(p NewAgreementParams) (*Agreement, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Agreement{
+	a := &Agreement{
 		id: p.ID, account: p.Account, livemode: p.Livemode, status: AgreementActive,
 		tenant: tenant, methods: methods, acceptance: acc, metadata: md,
 		created: p.Created.UTC().Truncate(time.Second),
-	}, nil
+	}
+	a.Raise(eventtype.PaymentAgreementCreated)
+	return a, nil
 }
 
 func newTenant(p NewAgreementParams) (Tenant, error) {
@@ -268,9 +272,10 @@ func newAcceptance(p AcceptanceParams, now time.Time) (*Acceptance, error) {
 	return a, nil
 }
 
-// Cancel stops the agreement: no new request may be made against it, and its open requests
-// are cancelled (the engine's cascade). It reports false, changing nothing, when the agreement
-// is cancelled already.
+// Cancel stops the agreement (payment_agreement.cancelled, whose previous_attributes are the
+// status and cancelled_at it had): no new request may be made against it, and its open
+// requests are cancelled (the engine's cascade). It reports false, changing nothing, when the
+// agreement is cancelled already.
 func (a *Agreement) Cancel(now time.Time) bool {
 	if a.status == AgreementCancelled {
 		return false
@@ -278,15 +283,30 @@ func (a *Agreement) Cancel(now time.Time) bool {
 	a.status = AgreementCancelled
 	a.cancelledAt = now.UTC().Truncate(time.Second)
 	a.cascading = true
+	a.RaiseUpdate(eventtype.PaymentAgreementCancelled)
 	return true
 }
 
 // CascadeDone records that every open request of the cancelled agreement is cancelled.
 func (a *Agreement) CascadeDone() { a.cascading = false }
 
-// FailMethod marks the method failed after a hard decline, so later attempts skip it. It
-// reports whether anything changed.
-func (a *Agreement) FailMethod(id, code string) bool {
+// FailMethods marks the methods of the charges hard-declined failed, each with its charge's
+// failure code, so later attempts skip them. When any was still active it raises one
+// payment_agreement.updated (previous_attributes: the payment_methods as they were) and
+// reports true; otherwise it changes nothing.
+func (a *Agreement) FailMethods(hard []Try) bool {
+	changed := false
+	for _, t := range hard {
+		changed = a.failMethod(t.Method, t.FailureCode) || changed
+	}
+	if changed {
+		a.RaiseUpdate(eventtype.PaymentAgreementUpdated)
+	}
+	return changed
+}
+
+// failMethod marks the method failed after a hard decline and reports whether it was active.
+func (a *Agreement) failMethod(id, code string) bool {
 	for i := range a.methods {
 		if a.methods[i].ID == id && a.methods[i].Status == MethodActive {
 			a.methods[i].Status = MethodFailed
@@ -325,8 +345,6 @@ func (a *Agreement) Metadata() map[string]string { return maps.Clone(a.metadata)
 func (a *Agreement) Created() time.Time          { return a.created }
 func (a *Agreement) CancelledAt() time.Time      { return a.cancelledAt }
 func (a *Agreement) Cascading() bool             { return a.cascading }
-func (a *Agreement) Emit(ev events.Event)        { a.newEvents = append(a.newEvents, ev) }
-func (a *Agreement) NewEvents() []events.Event   { return slices.Clone(a.newEvents) }
 func (a *Agreement) AcceptanceEvidence() *Acceptance {
 	if a.acceptance == nil {
 		return nil

@@ -1,10 +1,12 @@
 package domain
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"rentalplatform/libs/domainerr"
+	"rentalplatform/libs/events"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -105,8 +107,15 @@ func TestAgreementTransitions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !a.FailMethod("pm_tok_a", "declined") || a.FailMethod("pm_tok_a", "declined") || a.FailMethod("pm_none", "x") {
-		t.Fatal("FailMethod reports a change only for an active method of the agreement")
+	if got := raised(a); got != "[{payment_agreement.created <nil> false}]" {
+		t.Fatalf("a new agreement raised %s", got)
+	}
+	declined := Try{Method: "pm_tok_a", FailureCode: "declined"}
+	if !a.FailMethods([]Try{declined, {Method: "pm_none", FailureCode: "x"}}) || a.FailMethods([]Try{declined}) || a.FailMethods(nil) {
+		t.Fatal("FailMethods reports a change only for an active method of the agreement")
+	}
+	if got := raised(a); got != "[{payment_agreement.created <nil> false} {payment_agreement.updated <nil> true}]" {
+		t.Fatalf("failing a method raised %s; want one update", got)
 	}
 	if u := a.UsableMethods(); len(u) != 1 || u[0].ID != "pm_tok_b" {
 		t.Fatalf("usable %v; want the second method only", u)
@@ -120,11 +129,17 @@ func TestAgreementTransitions(t *testing.T) {
 	if a.Cancel(created.Add(time.Hour)) || !a.CancelledAt().Equal(created.Add(time.Minute)) {
 		t.Fatal("a second cancel changed the agreement")
 	}
+	if got := raised(a); got != "[{payment_agreement.created <nil> false} {payment_agreement.updated <nil> true} {payment_agreement.cancelled <nil> true}]" {
+		t.Fatalf("cancelling raised %s; want one cancelled, with previous_attributes", got)
+	}
 	a.CascadeDone()
 	if a.Cascading() {
 		t.Fatal("cascade not done")
 	}
-	if b := RehydrateAgreement(a.State()); b.State().Status != AgreementCancelled || len(b.Methods()) != 2 {
-		t.Fatalf("rehydrated %+v", b.State())
+	if b := RehydrateAgreement(a.State()); b.State().Status != AgreementCancelled || len(b.Methods()) != 2 || len(b.Raised()) != 0 {
+		t.Fatalf("rehydrated %+v, raised %v", b.State(), b.Raised())
 	}
 }
+
+// raised shows the events an aggregate raised, in order.
+func raised(a interface{ Raised() []events.Raised }) string { return fmt.Sprint(a.Raised()) }

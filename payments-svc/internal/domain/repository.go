@@ -14,7 +14,8 @@ type AgreementFilter struct {
 
 // AgreementRepository stores agreements. Methods taking an account and mode are scoped to
 // them: another account's or mode's agreement is AgreementNotFound, never returned. The events
-// an agreement raised (NewEvents) are stored with it, in the same write, in its outbox.
+// an agreement raised (Raised) are rendered and stored with it, in the same write, in its
+// outbox.
 type AgreementRepository interface {
 	Create(ctx context.Context, a *Agreement) error
 	// Get returns the caller's agreement, read from the store (never from a cache: a request

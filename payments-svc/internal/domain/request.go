@@ -9,6 +9,7 @@ import (
 
 	"rentalplatform/libs/domainerr"
 	"rentalplatform/libs/events"
+	"rentalplatform/libs/eventtype"
 	"rentalplatform/libs/validate"
 )
 
@@ -124,7 +125,9 @@ type Request struct {
 	dueAt       time.Time
 	claim       *Claim
 
-	newEvents []events.Event
+	// Recorder keeps the events the request's changes raised until the store renders them:
+	// its own, and its charges' (RaisePart, with the Try).
+	events.Recorder
 }
 
 // NewRequestParams is everything needed to create a request; the client's values are pointers,
@@ -168,8 +171,9 @@ func checkParams(p NewRequestParams) (currency string, err error) {
 	return currency, nil
 }
 
-// NewRequest validates p and returns a pending request whose first attempt is due at once.
-// The agreement is checked by the caller (it must exist and be active).
+// NewRequest validates p and returns a pending request whose first attempt is due at once
+// (payment_request.created). The agreement is checked by the caller (it must exist and be
+// active).
 func NewRequest(p NewRequestParams) (*Request, error) {
 	currency, err := checkParams(p)
 	if err != nil {
@@ -188,6 +192,7 @@ func NewRequest(p NewRequestParams) (*Request, error) {
 	if p.Description != nil {
 		r.description = *p.Description
 	}
+	r.Raise(eventtype.PaymentRequestCreated)
 	return r, nil
 }
 
@@ -197,7 +202,7 @@ func errNotCancellable(s Status) error {
 }
 
 // Cancel stops the request for reason (StopCancelled by the client, StopAgreementCancelled by
-// the agreement's cancellation). It reports false, changing nothing, for a request cancelled
+// the agreement's cancellation): payment_request.cancelled. It reports false, changing nothing, for a request cancelled
 // already; a request that succeeded or failed refuses (400 invalid_state); a request an
 // attempt is charging refuses with ErrAttemptInProgress until the attempt has recorded its
 // outcome.
@@ -214,6 +219,7 @@ func (r *Request) Cancel(reason StopReason, now time.Time) (bool, error) {
 	r.stopReason = reason
 	r.cancelledAt = now.UTC().Truncate(time.Second)
 	r.stop()
+	r.Raise(eventtype.PaymentRequestCancelled)
 	return true, nil
 }
 
@@ -233,8 +239,8 @@ var (
 
 // ClaimAttempt marks attempt n as charging, under token, if it is the attempt due and no other
 // run of it holds a fresh claim (younger than ttl). It reports whether the request was
-// pending (the collection starts now: payment_request.processing). While claimed the
-// request is processing with no next_retry_at.
+// pending: the collection starts now, and it raises payment_request.processing. While claimed
+// the request is processing with no next_retry_at.
 func (r *Request) ClaimAttempt(n int, token string, now time.Time, ttl time.Duration) (started bool, err error) {
 	if !r.status.Open() || r.nextAttempt != n {
 		return false, ErrAttemptObsolete
@@ -249,6 +255,9 @@ func (r *Request) ClaimAttempt(n int, token string, now time.Time, ttl time.Dura
 	r.status = StatusProcessing
 	r.nextRetryAt = time.Time{}
 	r.claim = &Claim{Attempt: n, Token: token, At: now.UTC()}
+	if started {
+		r.Raise(eventtype.PaymentRequestProcessing)
+	}
 	return started, nil
 }
 
@@ -261,6 +270,22 @@ const (
 	OutcomeRetrying
 	OutcomeFailed
 )
+
+// outcomeEvent is the event type of each outcome of an attempt.
+var outcomeEvent = map[Outcome]string{
+	OutcomeSucceeded: eventtype.PaymentRequestSucceeded,
+	OutcomeRetrying:  eventtype.PaymentRequestRetrying,
+	OutcomeFailed:    eventtype.PaymentRequestFailed,
+}
+
+// ChargeEvent is the event type of a charge's outcome: charge.succeeded or charge.failed. Its
+// object is the charge (the event's part is the Try).
+func ChargeEvent(t Try) string {
+	if t.Succeeded {
+		return eventtype.ChargeSucceeded
+	}
+	return eventtype.ChargeFailed
+}
 
 // OutcomeOf is the outcome of the attempt recorded last on r: succeeded or failed once closed
 // by it, retrying while open.
@@ -278,17 +303,30 @@ func OutcomeOf(r *Request) Outcome {
 // Record stores what attempt n (claimed under token) did: the methods it tried, in order. A
 // success closes the request as succeeded; a failure schedules the next attempt, or fails the
 // request when the attempts are used up or the agreement has no method left to charge
-// (usableLeft). No tries at all means there was no method to charge. A record whose claim was taken over
-// returns ErrAttemptObsolete and changes nothing (the other run records the same outcome).
+// (usableLeft). No tries at all means there was no method to charge. It raises each charge's
+// event (ChargeEvent), in order, then the request's of the outcome (payment_request.succeeded,
+// .retrying or .failed), so none is raised for a charge whose record is lost. A record whose
+// claim was taken over returns ErrAttemptObsolete and changes nothing (the other run records
+// the same outcome).
 func (r *Request) Record(n int, token string, tries []Try, usableLeft bool) (Outcome, error) {
 	if r.claim == nil || r.claim.Attempt != n || r.claim.Token != token || !r.status.Open() {
 		return 0, ErrAttemptObsolete
 	}
+	out := r.record(n, tries, usableLeft)
+	for _, t := range tries {
+		r.RaisePart(ChargeEvent(t), t)
+	}
+	r.Raise(outcomeEvent[out])
+	return out, nil
+}
+
+// record applies the outcome of attempt n, whose claim is the run's.
+func (r *Request) record(n int, tries []Try, usableLeft bool) Outcome {
 	r.claim = nil
 	if len(tries) == 0 {
 		r.status, r.failureReason, r.stopReason = StatusFailed, FailureNoUsableMethod, StopNoUsableMethod
 		r.stop()
-		return OutcomeFailed, nil
+		return OutcomeFailed
 	}
 	r.tries = append(r.tries, tries...)
 	r.attempts = n
@@ -297,7 +335,7 @@ func (r *Request) Record(n int, token string, tries []Try, usableLeft bool) (Out
 	case last.Succeeded:
 		r.status, r.methodUsed, r.stopReason = StatusSucceeded, last.Method, StopSucceeded
 		r.stop()
-		return OutcomeSucceeded, nil
+		return OutcomeSucceeded
 	case n >= MaxAttempts || !usableLeft:
 		r.status, r.failureReason = StatusFailed, last.FailureCode
 		r.stopReason = StopAttemptsExhausted
@@ -305,13 +343,13 @@ func (r *Request) Record(n int, token string, tries []Try, usableLeft bool) (Out
 			r.stopReason = StopNoUsableMethod
 		}
 		r.stop()
-		return OutcomeFailed, nil
+		return OutcomeFailed
 	}
 	// The next attempt is due the delay after this one's last failure.
 	r.nextAttempt = n + 1
 	r.dueAt = last.At.UTC().Add(RetryDelay(n)).Truncate(time.Second)
 	r.nextRetryAt = r.dueAt
-	return OutcomeRetrying, nil
+	return OutcomeRetrying
 }
 
 // errNothingScheduled refuses to advance a request with no retry waiting.
@@ -358,9 +396,6 @@ func (r *Request) ClaimedAt() time.Time {
 	}
 	return r.claim.At
 }
-
-func (r *Request) Emit(ev events.Event)      { r.newEvents = append(r.newEvents, ev) }
-func (r *Request) NewEvents() []events.Event { return slices.Clone(r.newEvents) }
 
 // Owned reports whether the request belongs to the account in the mode.
 func (r *Request) Owned(account string, livemode bool) bool {

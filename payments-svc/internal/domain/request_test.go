@@ -2,6 +2,7 @@ package domain
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -63,6 +64,9 @@ func TestNewRequestIsPendingWithAttemptOneDueNow(t *testing.T) {
 		!r.NextRetryAt().IsZero() || r.MethodUsed() != "" || r.FailureReason() != "" || r.StopReason() != "" {
 		t.Fatalf("new request %+v", r.State())
 	}
+	if got := types(r); got != "[payment_request.created]" {
+		t.Fatalf("a new request raised %s", got)
+	}
 }
 
 func try(n int, method string, ok bool, code string, at time.Time) Try {
@@ -90,6 +94,19 @@ func TestScheduleOfFailedAttempts(t *testing.T) {
 		}
 		if r.Attempts() != n || len(r.Tries()) != 2*n || r.Claimed() {
 			t.Fatalf("after attempt %d: %+v", n, r.State())
+		}
+		// The request's events: processing when the first attempt starts; then, for each
+		// attempt, one event per charge, in order, before the attempt's outcome.
+		wantEvents := "[payment_request.created payment_request.processing"
+		for i := 1; i <= n; i++ {
+			outcome := " payment_request.retrying"
+			if i == MaxAttempts {
+				outcome = " payment_request.failed"
+			}
+			wantEvents += " charge.failed charge.failed" + outcome
+		}
+		if got := types(r); got != wantEvents+"]" {
+			t.Fatalf("after attempt %d the request raised %s; want %s]", n, got, wantEvents)
 		}
 		if n == MaxAttempts {
 			if out != OutcomeFailed || r.Status() != StatusFailed || r.FailureReason() != "insufficient_funds" ||
@@ -126,22 +143,40 @@ func TestRecordOutcomes(t *testing.T) {
 		stop       StopReason
 		failure    string
 		used       string
+		events     string // what the record raised
 	}{
-		{"first method succeeds", []Try{try(1, "pm_a", true, "", created)}, true, OutcomeSucceeded, StatusSucceeded, StopSucceeded, "", "pm_a"},
-		{"fallback succeeds", []Try{try(1, "pm_a", false, "declined", created), try(1, "pm_b", true, "", created)}, true, OutcomeSucceeded, StatusSucceeded, StopSucceeded, "", "pm_b"},
-		{"all fail, retry", []Try{try(1, "pm_a", false, "insufficient_funds", created)}, true, OutcomeRetrying, StatusProcessing, "", "", ""},
-		{"the only method hard-declined", []Try{try(1, "pm_a", false, "declined", created)}, false, OutcomeFailed, StatusFailed, StopNoUsableMethod, "declined", ""},
-		{"nothing to charge", nil, false, OutcomeFailed, StatusFailed, StopNoUsableMethod, FailureNoUsableMethod, ""},
+		{"first method succeeds", []Try{try(1, "pm_a", true, "", created)}, true, OutcomeSucceeded, StatusSucceeded, StopSucceeded, "", "pm_a",
+			"[charge.succeeded payment_request.succeeded]"},
+		{"fallback succeeds", []Try{try(1, "pm_a", false, "declined", created), try(1, "pm_b", true, "", created)}, true, OutcomeSucceeded, StatusSucceeded, StopSucceeded, "", "pm_b",
+			"[charge.failed charge.succeeded payment_request.succeeded]"},
+		{"all fail, retry", []Try{try(1, "pm_a", false, "insufficient_funds", created)}, true, OutcomeRetrying, StatusProcessing, "", "", "",
+			"[charge.failed payment_request.retrying]"},
+		{"the only method hard-declined", []Try{try(1, "pm_a", false, "declined", created)}, false, OutcomeFailed, StatusFailed, StopNoUsableMethod, "declined", "",
+			"[charge.failed payment_request.failed]"},
+		{"nothing to charge", nil, false, OutcomeFailed, StatusFailed, StopNoUsableMethod, FailureNoUsableMethod, "", "[payment_request.failed]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRequest(t)
 			if _, err := r.ClaimAttempt(1, "tok", created, ttl); err != nil {
 				t.Fatal(err)
 			}
+			before := len(r.Raised())
 			out, err := r.Record(1, "tok", tc.tries, tc.usableLeft)
 			if err != nil || out != tc.outcome || r.Status() != tc.status || r.StopReason() != tc.stop ||
 				r.FailureReason() != tc.failure || r.MethodUsed() != tc.used {
 				t.Fatalf("Record = %v, %v; request %+v", out, err, r.State())
+			}
+			// Each charge's event is about the charge (its part), the outcome's about the request.
+			rec := r.Raised()[before:]
+			var got []string
+			for i, ev := range rec {
+				got = append(got, ev.Type)
+				if part, _ := ev.Part.(Try); ev.Update || (i < len(tc.tries)) != (ev.Part != nil) || (ev.Part != nil && part != tc.tries[i]) {
+					t.Errorf("event %d %+v", i, ev)
+				}
+			}
+			if fmt.Sprint(got) != tc.events {
+				t.Fatalf("Record raised %v; want %s", got, tc.events)
 			}
 		})
 	}
@@ -163,7 +198,8 @@ func TestClaims(t *testing.T) {
 	if _, err := r.ClaimAttempt(1, "b", created.Add(ttl), ttl); err != nil {
 		t.Fatalf("take-over of a stale claim: %v", err)
 	}
-	if _, err := r.Record(1, "a", []Try{try(1, "pm_a", true, "", created)}, true); !errors.Is(err, ErrAttemptObsolete) {
+	raisedBefore := len(r.Raised())
+	if _, err := r.Record(1, "a", []Try{try(1, "pm_a", true, "", created)}, true); !errors.Is(err, ErrAttemptObsolete) || len(r.Raised()) != raisedBefore {
 		t.Fatalf("record under a lost claim: %v", err)
 	}
 	if out, err := r.Record(1, "b", []Try{try(1, "pm_a", true, "", created)}, true); err != nil || out != OutcomeSucceeded {
@@ -210,22 +246,26 @@ func TestCancel(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := tc.request(t)
-			before := r.State()
+			before, raisedBefore := r.State(), len(r.Raised())
 			changed, err := r.Cancel(StopCancelled, at)
 			if changed != tc.changed || (tc.err == nil) != (err == nil) || (tc.err != nil && !errors.Is(err, tc.err)) {
 				t.Fatalf("Cancel = %v, %v; want %v, %v", changed, err, tc.changed, tc.err)
 			}
 			if !changed {
-				if r.State().Status != before.Status {
+				if r.State().Status != before.Status || len(r.Raised()) != raisedBefore {
 					t.Fatal("a refused cancel changed the request")
 				}
 				return
+			}
+			if len(r.Raised()) != raisedBefore+1 || lastType(r) != "payment_request.cancelled" {
+				t.Fatalf("a cancel raised %s", types(r))
 			}
 			n, _ := r.Scheduled()
 			if r.Status() != StatusCancelled || r.StopReason() != StopCancelled || !r.CancelledAt().Equal(at) || n != 0 || !r.NextRetryAt().IsZero() {
 				t.Fatalf("cancelled: %+v", r.State())
 			}
-			if again, err := r.Cancel(StopAgreementCancelled, at.Add(time.Hour)); again || err != nil || r.StopReason() != StopCancelled {
+			n0 := len(r.Raised())
+			if again, err := r.Cancel(StopAgreementCancelled, at.Add(time.Hour)); again || err != nil || r.StopReason() != StopCancelled || len(r.Raised()) != n0 {
 				t.Fatalf("second cancel = %v, %v, reason %s; want unchanged", again, err, r.StopReason())
 			}
 		})
@@ -265,4 +305,21 @@ func TestRehydrateRequestKeepsEveryField(t *testing.T) {
 	if s.Claim == nil || s.Claim.Token != "tok" || s.Status != StatusProcessing || s.NextAttempt != 1 || s.Amount != 12500 {
 		t.Fatalf("rehydrated %+v", s)
 	}
+}
+
+// types lists the types of the events r raised, in order.
+func types(r *Request) string {
+	var out []string
+	for _, ev := range r.Raised() {
+		out = append(out, ev.Type)
+	}
+	return fmt.Sprint(out)
+}
+
+func lastType(r *Request) string {
+	evs := r.Raised()
+	if len(evs) == 0 {
+		return ""
+	}
+	return evs[len(evs)-1].Type
 }

@@ -77,21 +77,27 @@ type env struct {
 func setup(t *testing.T, allowPrivate bool) *env {
 	t.Helper()
 	q := &outboxtest.Queue{}
-	repo := mongo.NewSessions(servicetest.Store(t), outboxtest.NewRelay(q))
+	c := &clock{t: time.Now().Truncate(time.Second)}
+	gen := ids.NewGenerator(nil)
+	emitter := &events.Emitter[*domain.Session]{IDs: gen, Now: c.now,
+		Object: func(s *domain.Session) any { return map[string]any{"id": s.ID(), "status": s.Status()} },
+		Parts: map[string]func(*domain.Session, any) any{
+			"verification_report.created": func(s *domain.Session, _ any) any {
+				return map[string]any{"id": s.Report().ID, "verification_session": s.ID()}
+			},
+		},
+	}
+	repo := mongo.NewSessions(servicetest.Store(t), outboxtest.NewRelay(q), emitter)
 	if err := repo.EnsureIndexes(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	e := &env{
-		clock: &clock{t: time.Now().Truncate(time.Second)}, sched: &fakeScheduler{tasks: map[string]time.Time{}},
+		clock: c, sched: &fakeScheduler{tasks: map[string]time.Time{}},
 		provider: &fakeProvider{}, queue: q,
-		caller: app.Caller{Account: ids.NewGenerator(nil).New(ids.Account), RequestID: "req_test", IdempotencyKey: "idem-1"},
+		caller: app.Caller{Account: gen.New(ids.Account), RequestID: "req_test", IdempotencyKey: "idem-1"},
 	}
-	render := func(s *domain.Session) any { return map[string]any{"id": s.ID(), "status": s.Status()} }
-	e.svc = app.New(app.Deps{Sessions: repo, Scheduler: e.sched, Provider: e.provider, Now: e.clock.now, IDs: ids.NewGenerator(nil)},
-		app.Config{TTL: time.Hour, AllowPrivate: allowPrivate, RenderSession: render,
-			RenderReport: func(s *domain.Session) any {
-				return map[string]any{"id": s.Report().ID, "verification_session": s.ID()}
-			}})
+	e.svc = app.New(app.Deps{Sessions: repo, Scheduler: e.sched, Provider: e.provider, Now: e.clock.now, IDs: gen},
+		app.Config{TTL: time.Hour, AllowPrivate: allowPrivate})
 	return e
 }
 
@@ -152,7 +158,9 @@ func TestCreate(t *testing.T) {
 	}
 	ev := e.waitPublished(t, s.ID(), 1)[0]
 	if ev.Type != "verification_session.created" || ev.Request.ID == nil || *ev.Request.ID != "req_test" ||
-		ev.Request.IdempotencyKey == nil || *ev.Request.IdempotencyKey != "idem-1" {
+		ev.Request.IdempotencyKey == nil || *ev.Request.IdempotencyKey != "idem-1" || ev.Data.PreviousAttributes != nil ||
+		ev.Account != e.caller.Account || ev.Livemode || ev.Created != e.clock.now().Unix() ||
+		string(ev.Data.Object) != `{"id":"`+s.ID()+`","status":"created"}` {
 		t.Fatalf("event %+v", ev)
 	}
 	if d := ev.Destination; d == nil || d.URL != "https://hooks.example.com/vs" || d.Secret != s.WebhookSecret() {
@@ -224,7 +232,8 @@ func TestExpire(t *testing.T) {
 		t.Fatalf("after expiry: %s %+v", got.Status(), got.LastError())
 	}
 	evs := e.waitPublished(t, s.ID(), 2)
-	if evs[1].Type != "verification_session.expired" || evs[1].Request.ID != nil || evs[1].Destination == nil {
+	if evs[1].Type != "verification_session.expired" || evs[1].Request.ID != nil || evs[1].Request.IdempotencyKey != nil ||
+		evs[1].Destination == nil || evs[1].Data.PreviousAttributes != nil {
 		t.Fatalf("expired event %+v: a background transition names no request, and keeps the session's destination", evs[1])
 	}
 	// Again (a task run twice), on a missing session, on one that moved on: nothing happens.
@@ -318,15 +327,26 @@ func TestAdvanceAndReport(t *testing.T) {
 		t.Fatalf("report: %v %+v", err, got)
 	}
 	var types []string
-	for _, ev := range e.waitPublished(t, s.ID(), 5) {
+	evs := e.waitPublished(t, s.ID(), 5)
+	for _, ev := range evs {
 		types = append(types, ev.Type)
 		if ev.Destination == nil {
 			t.Errorf("%s is not routed to the webhook_url", ev.Type)
+		}
+		if ev.Request.ID == nil || *ev.Request.ID != "req_test" || ev.Data.PreviousAttributes != nil {
+			t.Errorf("%s: request %+v, previous_attributes %s", ev.Type, ev.Request, ev.Data.PreviousAttributes)
 		}
 	}
 	want := "verification_session.created verification_session.pending verification_session.processing verification_report.created verification_session.completed"
 	if strings.Join(types, " ") != want {
 		t.Fatalf("events %v", types)
+	}
+	// The report's event shows the report; the completion's, the session.
+	if got, want := string(evs[3].Data.Object), `{"id":"`+reportID+`","verification_session":"`+s.ID()+`"}`; got != want {
+		t.Fatalf("report event object %s; want %s", got, want)
+	}
+	if got := string(evs[4].Data.Object); got != `{"id":"`+s.ID()+`","status":"completed"}` {
+		t.Fatalf("completed event object %s", got)
 	}
 	// Not the caller's: not found, as is a malformed id.
 	other := e.caller

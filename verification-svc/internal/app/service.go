@@ -5,10 +5,12 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"time"
 
+	"rentalplatform/libs/events"
 	"rentalplatform/libs/identity"
 	"rentalplatform/libs/ids"
 
@@ -37,10 +39,6 @@ type Config struct {
 	TTL time.Duration
 	// AllowPrivate lifts the guard against webhook URLs on internal addresses.
 	AllowPrivate bool
-	// RenderSession and RenderReport render objects as the API shows them in events (the
-	// session without its secrets).
-	RenderSession func(*domain.Session) any
-	RenderReport  func(*domain.Session) any
 }
 
 // Service runs the use cases.
@@ -67,3 +65,13 @@ func validID(id string) bool { return ids.Valid(ids.VerificationSession, id) }
 // errUnchanged is returned by an update function that found nothing to do, so nothing is
 // written.
 var errUnchanged = errors.New("unchanged")
+
+// change applies fn to the caller's session and stores it with the events its transitions
+// raised, which name the caller's request. fn may run more than once (the store retries on a
+// conflict), so it only changes the session it is given.
+func (s *Service) change(ctx context.Context, caller Caller, id string, fn func(*domain.Session) error) (*domain.Session, error) {
+	if !validID(id) {
+		return nil, domain.SessionNotFound(id)
+	}
+	return s.Sessions.Update(events.CausedBy(ctx, caller), id, caller.Account, caller.Livemode, fn)
+}

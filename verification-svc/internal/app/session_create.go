@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/url"
 
+	"rentalplatform/libs/events"
 	"rentalplatform/libs/ids"
 	"rentalplatform/libs/netguard"
 
@@ -44,10 +45,7 @@ func (s *Service) Create(ctx context.Context, caller Caller, in CreateSession) (
 			return nil, err
 		}
 	}
-	if err := s.emit(v, &caller); err != nil {
-		return nil, err
-	}
-	if err := s.Sessions.Create(ctx, v); err != nil {
+	if err := s.Sessions.Create(events.CausedBy(ctx, caller), v); err != nil {
 		return nil, err
 	}
 	// The session is stored: a lost task is the sweep's to catch (ExpireOverdue), so a queue

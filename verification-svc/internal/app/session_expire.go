@@ -32,10 +32,8 @@ func (s *Service) expire(ctx context.Context, id string) (bool, error) {
 			}
 			return errUnchanged
 		}
-		if err := v.Expire(now); err != nil {
-			return err
-		}
-		return s.emit(v, nil)
+		// Background work: ctx names no request, so the expired event's request is null.
+		return v.Expire(now)
 	})
 	switch {
 	case errors.Is(err, errUnchanged) && !early.IsZero():

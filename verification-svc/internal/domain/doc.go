@@ -3,8 +3,8 @@
 // completed → canceled), its report, its failure and attempt history, and redaction. It
 // imports no framework: the use cases (app) drive it and the adapters store it.
 //
-// Every transition records the event it raises (Raised); the use cases render those events and
-// hand them back (Emit) before the session is stored, and the repository refuses to store a
-// session with a transition whose event was not emitted, so a state change without its event
-// cannot be written.
+// Every transition raises its event on the session (its embedded events.Recorder), named by
+// type and not rendered: the repository renders the events the session raised (through the
+// service's events.Emitter) and stores them with the change, in the same write, so a state
+// change is never written without its event.
 package domain

@@ -16,27 +16,28 @@ import (
 // at is the fake clock: minutes after the session's creation.
 func at(min int) time.Time { return now.Add(time.Duration(min) * time.Minute) }
 
-// newSession returns a created session whose creation event is emitted.
+// newSession returns a created session as stored and read back: its creation event is gone
+// with the write.
 func newSession(t *testing.T) *domain.Session {
 	t.Helper()
 	s, err := domain.New(valid())
 	if err != nil {
 		t.Fatal(err)
 	}
-	emitAll(t, s)
-	return s
+	return stored(s)
 }
 
-// emitAll emits an event for every transition raised so far and returns their types.
-func emitAll(t *testing.T, s *domain.Session) []string {
-	t.Helper()
-	types := s.Raised()
-	for _, typ := range types {
-		if err := s.Emit(events.Event{ID: "evt_x", Type: typ}); err != nil {
-			t.Fatal(err)
-		}
+// stored returns s as the repository reads it back after storing it with its events: the same
+// state, nothing raised.
+func stored(s *domain.Session) *domain.Session { return domain.Rehydrate(s.State()) }
+
+// raised returns the types of the events s raised, in order.
+func raised(s *domain.Session) []string {
+	var out []string
+	for _, r := range s.Raised() {
+		out = append(out, r.Type)
 	}
-	return types
+	return out
 }
 
 // reach drives a new session to status along the lifecycle.
@@ -62,8 +63,7 @@ func reach(t *testing.T, status domain.Status) *domain.Session {
 			t.Fatal(err)
 		}
 	}
-	emitAll(t, s)
-	return s
+	return stored(s)
 }
 
 func wantInvalidState(t *testing.T, err error) {
@@ -104,8 +104,8 @@ func TestAdvanceEdges(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Apply: %v", err)
 				}
-				if s.Status() != to || !slices.Equal(s.Raised(), want) {
-					t.Fatalf("status %s, raised %v; want %s, %v", s.Status(), s.Raised(), to, want)
+				if s.Status() != to || !slices.Equal(raised(s), want) {
+					t.Fatalf("status %s, raised %v; want %s, %v", s.Status(), raised(s), to, want)
 				}
 			})
 		}
@@ -243,8 +243,8 @@ func TestCancelInEachState(t *testing.T) {
 				return
 			}
 			if err != nil || !changed || s.Status() != domain.StatusCanceled || s.CancellationReason() != domain.CancelDuplicate ||
-				!slices.Equal(s.Raised(), []string{eventtype.VerificationSessionCanceled}) {
-				t.Fatalf("changed %v err %v status %s reason %s raised %v", changed, err, s.Status(), s.CancellationReason(), s.Raised())
+				!slices.Equal(raised(s), []string{eventtype.VerificationSessionCanceled}) {
+				t.Fatalf("changed %v err %v status %s reason %s raised %v", changed, err, s.Status(), s.CancellationReason(), raised(s))
 			}
 			if (before.LastError == nil) != (s.LastError() == nil) || (before.LastError != nil && *before.LastError != *s.LastError()) {
 				t.Fatalf("cancel changed last_error %+v → %+v", before.LastError, s.LastError())
@@ -284,8 +284,8 @@ func TestRedact(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || !changed || !slices.Equal(s.Raised(), []string{eventtype.VerificationSessionRedacted}) {
-				t.Fatalf("changed %v err %v raised %v", changed, err, s.Raised())
+			if err != nil || !changed || !slices.Equal(raised(s), []string{eventtype.VerificationSessionRedacted}) {
+				t.Fatalf("changed %v err %v raised %v", changed, err, raised(s))
 			}
 			a := s.Applicant()
 			for _, f := range []string{a.FirstName, a.LastName, a.Email, a.DateOfBirth, a.Phone, a.Address.Line1, a.Address.Line2,
@@ -297,7 +297,7 @@ func TestRedact(t *testing.T) {
 			if len(s.Metadata()) != 0 || s.RedactedAt() != at(70).Truncate(time.Second) || s.Status() != from {
 				t.Fatalf("metadata %v redacted_at %s status %s", s.Metadata(), s.RedactedAt(), s.Status())
 			}
-			emitAll(t, s)
+			s = stored(s)
 			if changed, err := s.Redact(at(80)); err != nil || changed || s.RedactedAt() != at(70).Truncate(time.Second) || len(s.Raised()) != 0 {
 				t.Fatalf("second redaction: changed %v err %v", changed, err)
 			}
@@ -319,34 +319,58 @@ func TestRedact(t *testing.T) {
 	p := valid()
 	p.Applicant.Phone, p.Applicant.Address = nil, nil
 	s, _ = domain.New(p)
-	emitAll(t, s)
+	s = stored(s)
 	_ = s.Expire(at(1))
-	emitAll(t, s)
+	s = stored(s)
 	_, _ = s.Redact(at(2))
 	if a := s.Applicant(); a.Phone != "" || a.Address != nil {
 		t.Fatalf("redaction invented fields: %+v", a)
 	}
 }
 
-// TestEventsAreNeverLost: a transition's event must be emitted, in order and of its own type,
-// before the session can be stored.
-func TestEventsAreNeverLost(t *testing.T) {
-	s, err := domain.New(valid())
+// TestRaisedEvents: the completion raises the report's event as a part of the session (its
+// object is the report, rendered from the session) before the session's own; no transition
+// raises an update (verification events carry no previous_attributes); a session read back
+// has raised nothing.
+func TestRaisedEvents(t *testing.T) {
+	s := reach(t, domain.StatusProcessing)
+	if len(s.Raised()) != 0 {
+		t.Fatalf("a session read back raised %v", s.Raised())
+	}
+	if err := s.Complete(at(5), nil); err != nil {
+		t.Fatal(err)
+	}
+	want := []events.Raised{{Type: eventtype.VerificationReportCreated}, {Type: eventtype.VerificationSessionCompleted}}
+	if got := s.Raised(); !slices.Equal(got, want) {
+		t.Fatalf("raised %+v; want %+v", got, want)
+	}
+	for _, from := range domain.AllStatuses {
+		s := reach(t, from)
+		_, _ = s.Cancel(at(40), domain.CancelOther)
+		_, _ = s.Redact(at(41))
+		for _, r := range s.Raised() {
+			if r.Update || r.Part != nil {
+				t.Fatalf("%s: %+v", from, r)
+			}
+		}
+	}
+}
+
+// A session with a webhook_url routes its events there, signed with its webhook secret; one
+// without leaves them to the account's endpoints.
+func TestEventDestination(t *testing.T) {
+	s := newSession(t)
+	if d := s.EventDestination(); d == nil || d.URL != s.WebhookURL() || d.Secret != s.WebhookSecret() || d.URL == "" || d.Secret == "" {
+		t.Fatalf("destination %+v", d)
+	}
+	p := valid()
+	p.WebhookURL = nil
+	s, err := domain.New(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.NewEvents(); err == nil {
-		t.Fatal("NewEvents with the created event not emitted")
-	}
-	if err := s.Emit(events.Event{Type: eventtype.VerificationSessionCanceled}); err == nil {
-		t.Fatal("an event of another type was taken")
-	}
-	emitAll(t, s)
-	if evs, err := s.NewEvents(); err != nil || len(evs) != 1 {
-		t.Fatalf("NewEvents %v %v", evs, err)
-	}
-	if err := s.Emit(events.Event{Type: eventtype.VerificationSessionCreated}); err == nil {
-		t.Fatal("an event without a transition was taken")
+	if d := s.EventDestination(); d != nil {
+		t.Fatalf("destination %+v without a webhook_url", d)
 	}
 }
 
@@ -406,7 +430,7 @@ func TestStateRoundTrip(t *testing.T) {
 	if err := s.Complete(at(5), nil); err != nil {
 		t.Fatal(err)
 	}
-	emitAll(t, s)
+	s = stored(s)
 	if _, err := s.Redact(at(6)); err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,9 @@ type Filter struct {
 
 // Repository stores sessions. Every method taking an account and mode is scoped to them: a
 // session of another account or mode is reported as not found, never returned. The events a
-// session emitted (Session.NewEvents) are stored with it, in the same write, in its outbox.
+// session raised (Session.Raised) are rendered and stored with it, in the same write, in its
+// outbox; the request they name is the one the context names (events.CausedBy), none for
+// background work.
 type Repository interface {
 	// Create stores a new session.
 	Create(ctx context.Context, s *Session) error

@@ -102,10 +102,9 @@ type Session struct {
 	report             *Report
 	redactedAt         time.Time
 
-	// raised are the event types of the transitions made since the session was loaded whose
-	// events have not been emitted yet; emitted are those events.
-	raised  []string
-	emitted []events.Event
+	// Recorder keeps the events of the transitions made since the session was loaded or
+	// created, for the repository to store with it (rendered by the service's events.Emitter).
+	events.Recorder
 }
 
 // NewParams is a new session: the client's input (Applicant to Metadata) and what the
@@ -176,35 +175,23 @@ func New(p NewParams) (*Session, error) {
 			s.metadata[k] = v
 		}
 	}
-	s.raise(eventtype.VerificationSessionCreated)
+	s.Raise(eventtype.VerificationSessionCreated)
 	return s, nil
 }
 
-// raise records that a transition happened, for its event to be emitted.
-func (s *Session) raise(types ...string) { s.raised = append(s.raised, types...) }
+var (
+	_ events.Aggregate = (*Session)(nil)
+	_ events.Routed    = (*Session)(nil)
+)
 
-// Raised returns the event types of the transitions not yet emitted, in order.
-func (s *Session) Raised() []string { return slices.Clone(s.raised) }
-
-// Emit hands the session the event of its oldest transition not yet emitted. An event of
-// another type is refused: each transition has exactly its own event.
-func (s *Session) Emit(ev events.Event) error {
-	if len(s.raised) == 0 || s.raised[0] != ev.Type {
-		return fmt.Errorf("session %s: emitted %s, but the transitions raised %v", s.id, ev.Type, s.raised)
+// EventDestination implements events.Routed: a session with a webhook_url sends its events
+// there, signed with its webhook secret, instead of to the account's webhook endpoints
+// (docs/events.md); nil for one without.
+func (s *Session) EventDestination() *events.Destination {
+	if s.webhookURL == "" {
+		return nil
 	}
-	s.raised = s.raised[1:]
-	s.emitted = append(s.emitted, ev)
-	return nil
-}
-
-// NewEvents returns the events emitted since the session was loaded, for the repository to
-// store with it; an error when a transition's event is missing, so that the change is not
-// stored without it.
-func (s *Session) NewEvents() ([]events.Event, error) {
-	if len(s.raised) > 0 {
-		return nil, fmt.Errorf("session %s: transitions without their events: %v", s.id, s.raised)
-	}
-	return slices.Clone(s.emitted), nil
+	return &events.Destination{URL: s.webhookURL, Secret: s.webhookSecret}
 }
 
 // Start records that the applicant started: created → pending, and a new attempt.
@@ -214,7 +201,7 @@ func (s *Session) Start(now time.Time) error {
 	}
 	s.status = StatusPending
 	s.attempts = append(s.attempts, Attempt{StartedAt: now.UTC()})
-	s.raise(eventtype.VerificationSessionPending)
+	s.Raise(eventtype.VerificationSessionPending)
 	return nil
 }
 
@@ -224,7 +211,7 @@ func (s *Session) Process() error {
 		return s.refuse(StatusProcessing)
 	}
 	s.status = StatusProcessing
-	s.raise(eventtype.VerificationSessionProcessing)
+	s.Raise(eventtype.VerificationSessionProcessing)
 	return nil
 }
 
@@ -248,7 +235,9 @@ func (s *Session) Complete(now time.Time, outcomes map[Product]ResultStatus) err
 	}
 	s.status, s.report = StatusCompleted, r
 	s.endAttempt(now, StatusCompleted, nil)
-	s.raise(eventtype.VerificationReportCreated, eventtype.VerificationSessionCompleted)
+	// The report is the session's: the Emitter's part renderer renders it from the session.
+	s.RaisePart(eventtype.VerificationReportCreated, nil)
+	s.Raise(eventtype.VerificationSessionCompleted)
 	return nil
 }
 
@@ -296,7 +285,7 @@ func (s *Session) Fail(now time.Time, p FailParams) error {
 	e := &LastError{Code: p.Code, Reason: failureReasons[p.Code], Product: p.Product}
 	s.status, s.lastError = StatusFailed, e
 	s.endAttempt(now, StatusFailed, e)
-	s.raise(eventtype.VerificationSessionFailed)
+	s.Raise(eventtype.VerificationSessionFailed)
 	return nil
 }
 
@@ -320,7 +309,7 @@ func (s *Session) Expire(now time.Time) error {
 	e := &LastError{Code: ErrorAbandoned, Reason: reason}
 	s.status, s.lastError = StatusExpired, e
 	s.endAttempt(now, StatusExpired, e)
-	s.raise(eventtype.VerificationSessionExpired)
+	s.Raise(eventtype.VerificationSessionExpired)
 	return nil
 }
 
@@ -336,7 +325,7 @@ func (s *Session) Cancel(now time.Time, reason CancellationReason) (changed bool
 	}
 	s.status, s.cancellationReason = StatusCanceled, reason
 	s.endAttempt(now, StatusCanceled, nil)
-	s.raise(eventtype.VerificationSessionCanceled)
+	s.Raise(eventtype.VerificationSessionCanceled)
 	return true, nil
 }
 
@@ -361,7 +350,7 @@ func (s *Session) Redact(now time.Time) (changed bool, err error) {
 		}
 	}
 	s.redactedAt = now.Truncate(time.Second).UTC()
-	s.raise(eventtype.VerificationSessionRedacted)
+	s.Raise(eventtype.VerificationSessionRedacted)
 	return true, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"rentalplatform/libs/domainerr"
+	"rentalplatform/libs/events"
 	"rentalplatform/libs/eventtype"
 
 	"rentalplatform/verification-svc/internal/domain"
@@ -53,7 +54,7 @@ func TestNewValidSession(t *testing.T) {
 	if s.WebhookSecret() == "" || s.Report() != nil || s.LastError() != nil || len(s.Attempts()) != 0 {
 		t.Fatalf("new session: %+v", s.State())
 	}
-	if got := s.Raised(); len(got) != 1 || got[0] != eventtype.VerificationSessionCreated {
+	if got := s.Raised(); len(got) != 1 || got[0] != (events.Raised{Type: eventtype.VerificationSessionCreated}) {
 		t.Fatalf("raised %v", got)
 	}
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"rentalplatform/libs/events"
+	"rentalplatform/libs/events/eventstest"
 	"rentalplatform/libs/ids"
 	"rentalplatform/libs/outbox"
 	"rentalplatform/libs/outbox/outboxtest"
@@ -123,15 +124,15 @@ func newEnvWith(t *testing.T, configure func(*app.Config)) *env {
 	e.caller = app.Caller{Account: e.gen.New(ids.Account), RequestID: "req_1", IdempotencyKey: "key-1"}
 	cfg := app.Config{
 		Schedule: domain.Schedule{time.Minute}, AutoDisableAfter: time.Hour, Retention: time.Hour, AllowPrivate: true,
-		RenderEndpoint: func(e *domain.Endpoint) any {
-			return map[string]any{"id": e.ID(), "object": "webhook_endpoint", "status": e.Status(), "description": e.Description()}
-		},
 	}
 	if configure != nil {
 		configure(&cfg)
 	}
+	emitter := &events.Emitter[*domain.Endpoint]{IDs: e.gen, Now: time.Now, Object: func(e *domain.Endpoint) any {
+		return map[string]any{"id": e.ID(), "object": "webhook_endpoint", "status": e.Status(), "description": e.Description()}
+	}}
 	e.svc = app.New(app.Deps{
-		Endpoints: mongo.NewRepository(db, e.relay, time.Minute), Events: e.events, Deliveries: e.delivs,
+		Endpoints: mongo.NewRepository(db, e.relay, emitter, time.Minute), Events: e.events, Deliveries: e.delivs,
 		Scheduler: e.sched, Sender: e.sender,
 		IDs: e.gen,
 	}, cfg)
@@ -149,7 +150,7 @@ func (e *env) endpoint(t *testing.T, events ...string) *domain.Endpoint {
 
 func (e *env) event(t *testing.T, typ string) events.Event {
 	t.Helper()
-	ev, err := events.New(e.gen, time.Now(), events.Change{Type: typ, Account: e.caller.Account, Object: map[string]string{"id": "x"}})
+	ev, err := eventstest.New(e.gen, time.Now(), eventstest.Change{Type: typ, Account: e.caller.Account, Object: map[string]string{"id": "x"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,11 +284,62 @@ func TestEndpointEvents(t *testing.T) {
 	}
 }
 
+// The platform disables an endpoint (410 Gone, or every delivery failing for the auto-disable
+// period) as its own work: webhook_endpoint.disabled carries the previous status alone and
+// names no request.
+func TestEndpointDisabledEvent(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		status   int
+		attempts int
+	}{
+		{"gone", 410, 1},
+		{"failing", 500, 2}, // the first failure starts the streak, the second ends the period
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnvWith(t, func(c *app.Config) { c.AutoDisableAfter = time.Nanosecond })
+			e.sender.status = tc.status
+			ep := e.endpoint(t, "payment_request.failed")
+			ev := e.event(t, "payment_request.failed")
+			if err := e.svc.Ingest(t.Context(), ev); err != nil {
+				t.Fatal(err)
+			}
+			rec, _ := e.events.Load(t.Context(), ev.ID)
+			for n := 1; n <= tc.attempts; n++ {
+				if err := e.svc.Deliver(t.Context(), rec.Targets[0].Delivery, n); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got, err := e.svc.Get(t.Context(), e.caller, ep.ID()); err != nil || got.Status() != domain.StatusDisabled {
+				t.Fatalf("endpoint after %d failed attempts: %v, %v", tc.attempts, got, err)
+			}
+			e.relay.Wait()
+			published := e.queue.Events()
+			if len(published) != 2 || published[0].Type != "webhook_endpoint.created" || published[1].Type != "webhook_endpoint.disabled" {
+				t.Fatalf("published %+v", published)
+			}
+			disabled := published[1]
+			if prev := string(disabled.Data.PreviousAttributes); prev != `{"status":"enabled"}` {
+				t.Fatalf("previous_attributes %s", prev)
+			}
+			if disabled.Request.ID != nil || disabled.Request.IdempotencyKey != nil {
+				t.Fatalf("a background event names request %+v", disabled.Request)
+			}
+			var object map[string]any
+			if err := json.Unmarshal(disabled.Data.Object, &object); err != nil || object["status"] != "disabled" || object["id"] != ep.ID() {
+				t.Fatalf("object %s: %v", disabled.Data.Object, err)
+			}
+		})
+	}
+}
+
 func TestPurgeExpired(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.endpoint(t, "*")
-	old, err := events.New(e.gen, time.Now().Add(-2*time.Hour), events.Change{Type: "payment_request.failed", Account: e.caller.Account, Object: map[string]string{"id": "x"}})
+	old, err := eventstest.New(e.gen, time.Now().Add(-2*time.Hour), eventstest.Change{Type: "payment_request.failed", Account: e.caller.Account, Object: map[string]string{"id": "x"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,7 @@ package app
 import (
 	"context"
 
-	"rentalplatform/libs/eventtype"
+	"rentalplatform/libs/events"
 	"rentalplatform/libs/ids"
 
 	"rentalplatform/webhooks-svc/internal/domain"
@@ -39,10 +39,7 @@ func (s *Service) Create(ctx context.Context, caller Caller, in CreateEndpoint) 
 	if err := s.checkURL(e.URL()); err != nil {
 		return nil, err
 	}
-	if err := s.emit(e, eventtype.WebhookEndpointCreated, &caller, nil); err != nil {
-		return nil, err
-	}
-	if err := s.Endpoints.Create(ctx, e); err != nil {
+	if err := s.Endpoints.Create(events.CausedBy(ctx, caller), e); err != nil {
 		return nil, err
 	}
 	return e, nil

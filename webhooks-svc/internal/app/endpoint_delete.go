@@ -3,7 +3,7 @@ package app
 import (
 	"context"
 
-	"rentalplatform/libs/eventtype"
+	"rentalplatform/libs/events"
 
 	"rentalplatform/webhooks-svc/internal/domain"
 )
@@ -15,9 +15,9 @@ func (s *Service) Delete(ctx context.Context, caller Caller, id string) error {
 	if !validID(id) {
 		return domain.EndpointNotFound(id)
 	}
-	_, err := s.Endpoints.Update(ctx, id, caller.Account, caller.Livemode, func(e *domain.Endpoint) error {
+	_, err := s.Endpoints.Update(events.CausedBy(ctx, caller), id, caller.Account, caller.Livemode, func(e *domain.Endpoint) error {
 		e.Delete()
-		return s.emit(e, eventtype.WebhookEndpointDeleted, &caller, nil)
+		return nil
 	})
 	if err != nil {
 		return err

@@ -4,15 +4,14 @@ import (
 	"context"
 	"errors"
 
-	"rentalplatform/libs/eventtype"
-
 	"rentalplatform/webhooks-svc/internal/domain"
 )
 
 // noteOutcome keeps the endpoint's failing streak (and auto-disable) up to date after an
 // attempt, and disables the endpoint on 410 Gone. ep is the endpoint as read before the
 // attempt; it is only written when something changes, so the common case (a success after
-// successes) costs no write.
+// successes) costs no write. It is the service's own work: webhook_endpoint.disabled names no
+// request.
 func (s *Service) noteOutcome(ctx context.Context, ep *domain.Endpoint, o domain.Outcome, res domain.Result) error {
 	if ep.IsDestination() {
 		return nil // an event's own destination has no health to keep, nothing to disable
@@ -32,28 +31,23 @@ func (s *Service) noteOutcome(ctx context.Context, ep *domain.Endpoint, o domain
 		}
 	case domain.Gone:
 		fn = func(e *domain.Endpoint) error {
-			if e.Status() != domain.StatusEnabled {
+			if !e.DeliveryGone() {
 				return errUnchanged
 			}
-			e.Disable()
-			return s.emitDisabled(e)
+			return nil
 		}
 	default:
 		if !ep.FailingSince().IsZero() && now.Sub(ep.FailingSince()) < s.cfg.AutoDisableAfter {
 			return nil
 		}
 		fn = func(e *domain.Endpoint) error {
-			changed, disabled := e.DeliveryFailed(now, s.cfg.AutoDisableAfter)
-			if !changed {
+			if changed, _ := e.DeliveryFailed(now, s.cfg.AutoDisableAfter); !changed {
 				return errUnchanged
-			}
-			if disabled {
-				return s.emitDisabled(e)
 			}
 			return nil
 		}
 	}
-	e, err := s.Endpoints.Update(ctx, ep.ID(), ep.Account(), ep.Livemode(), fn)
+	e, err := s.Endpoints.UpdateAny(ctx, ep.ID(), fn)
 	if errors.Is(err, errUnchanged) || errors.Is(err, domain.ErrNotFound) {
 		return nil
 	}
@@ -65,11 +59,6 @@ func (s *Service) noteOutcome(ctx context.Context, ep *domain.Endpoint, o domain
 			"reason", disableReason(o), "status", res.Status)
 	}
 	return nil
-}
-
-// emitDisabled raises webhook_endpoint.disabled, a background transition (no API request).
-func (s *Service) emitDisabled(e *domain.Endpoint) error {
-	return s.emit(e, eventtype.WebhookEndpointDisabled, nil, map[string]any{"status": domain.StatusEnabled})
 }
 
 func disableReason(o domain.Outcome) string {

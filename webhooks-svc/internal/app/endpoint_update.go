@@ -4,14 +4,13 @@ import (
 	"context"
 
 	"rentalplatform/libs/events"
-	"rentalplatform/libs/eventtype"
 
 	"rentalplatform/webhooks-svc/internal/domain"
 )
 
 // Update applies changes to the caller's endpoint and stores the webhook_endpoint.updated event
-// (with the previous values of the fields that changed) with it; a change that changes nothing
-// visible raises no event. Invalid changes are refused before the endpoint is read, so bad
+// the endpoint raises (with the previous values of the fields that changed) with it; a change
+// that changes nothing visible raises no event. Invalid changes are refused before the endpoint is read, so bad
 // input is a 400 whether or not the endpoint exists, and changes nothing. Enabling a disabled
 // endpoint schedules its pending deliveries at once.
 func (s *Service) Update(ctx context.Context, caller Caller, id string, changes domain.Changes) (*domain.Endpoint, error) {
@@ -27,23 +26,12 @@ func (s *Service) Update(ctx context.Context, caller Caller, id string, changes 
 		return nil, domain.EndpointNotFound(id)
 	}
 	var reenabled bool
-	e, err := s.Endpoints.Update(ctx, id, caller.Account, caller.Livemode, func(e *domain.Endpoint) error {
-		before, err := events.FieldsOf(s.cfg.RenderEndpoint(e))
-		if err != nil {
-			return err
-		}
+	e, err := s.Endpoints.Update(events.CausedBy(ctx, caller), id, caller.Account, caller.Livemode, func(e *domain.Endpoint) error {
 		wasDisabled := e.Status() == domain.StatusDisabled
 		if err := e.Update(changes); err != nil {
 			return err
 		}
 		reenabled = wasDisabled && e.Status() == domain.StatusEnabled
-		after, err := events.FieldsOf(s.cfg.RenderEndpoint(e))
-		if err != nil {
-			return err
-		}
-		if prev := events.Changed(before, after); prev != nil {
-			return s.emit(e, eventtype.WebhookEndpointUpdated, &caller, prev)
-		}
 		return nil
 	})
 	if err != nil {

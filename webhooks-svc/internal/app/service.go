@@ -44,9 +44,6 @@ type Config struct {
 	Retention time.Duration
 	// AllowPrivate lifts the guard against endpoint URLs on internal addresses.
 	AllowPrivate bool
-	// RenderEndpoint renders an endpoint as the API shows it (without its secret): the object
-	// of the webhook_endpoint.* events.
-	RenderEndpoint func(*domain.Endpoint) any
 	// InlineWait, when positive, has the fan-out make each new delivery's first attempt itself
 	// and wait this long for the answers before it stores the deliveries (fanout.go); zero
 	// queues every attempt as a task.

@@ -5,11 +5,12 @@ import (
 	"time"
 
 	"rentalplatform/libs/events"
+	"rentalplatform/libs/events/eventstest"
 	"rentalplatform/libs/ids"
 )
 
 func TestDestinationEndpoint(t *testing.T) {
-	ev, err := events.New(ids.NewGenerator(nil), time.Now(), events.Change{Type: "verification_session.created",
+	ev, err := eventstest.New(ids.NewGenerator(nil), time.Now(), eventstest.Change{Type: "verification_session.created",
 		Account: "acct_a", Livemode: true, Object: map[string]string{"id": "vs_1"},
 		Destination: &events.Destination{URL: "https://hooks.example.com/x", Secret: "whsec_c2VjcmV0"}})
 	if err != nil {

@@ -55,9 +55,10 @@ type Endpoint struct {
 	// says so has been published.
 	deleted bool
 
-	// newEvents are the events raised since the endpoint was loaded; the repository stores
-	// them in the endpoint's outbox in the same write as the change.
-	newEvents []events.Event
+	// Recorder keeps the webhook_endpoint.* events raised since the endpoint was loaded or
+	// created; the repository stores them, rendered, in the endpoint's outbox in the same
+	// write as the change.
+	events.Recorder
 }
 
 // NewParams is everything needed to create an endpoint: the client's input (URL through
@@ -79,8 +80,9 @@ type NewParams struct {
 	Metadata map[string]string
 }
 
-// New validates the client's input and returns an enabled endpoint. The first rule broken is
-// reported as an Invalid *domainerr.Error naming the parameter.
+// New validates the client's input and returns an enabled endpoint, which raised
+// webhook_endpoint.created. The first rule broken is reported as an Invalid *domainerr.Error
+// naming the parameter.
 func New(p NewParams) (*Endpoint, error) {
 	if p.ID == "" || p.Account == "" || p.Secret == "" || p.Created.IsZero() {
 		return nil, fmt.Errorf("domain.New: id, account, secret and created are required")
@@ -116,7 +118,7 @@ func New(p NewParams) (*Endpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Endpoint{
+	e := &Endpoint{
 		id:            p.ID,
 		account:       p.Account,
 		livemode:      p.Livemode,
@@ -130,7 +132,9 @@ func New(p NewParams) (*Endpoint, error) {
 		// The API shows Unix seconds; keeping only those makes a stored endpoint read back
 		// equal to the one created.
 		created: p.Created.Truncate(time.Second).UTC(),
-	}, nil
+	}
+	e.Raise(eventtype.WebhookEndpointCreated)
+	return e, nil
 }
 
 // Changes is an update request; nil fields are left as they are.
@@ -175,7 +179,9 @@ func (c Changes) Validate() error {
 }
 
 // Update applies changes after validating all of them: either every change is applied or,
-// with an error, none is.
+// with an error, none is. A change of anything the endpoint shows raises
+// webhook_endpoint.updated, with the previous values of what changed; changes that leave it
+// as it was raise nothing.
 func (e *Endpoint) Update(c Changes) error {
 	if err := c.Validate(); err != nil {
 		return err
@@ -188,6 +194,7 @@ func (e *Endpoint) Update(c Changes) error {
 	if err != nil {
 		return err
 	}
+	was := e.shown()
 	if c.URL != nil {
 		e.url = *c.URL
 	}
@@ -206,7 +213,27 @@ func (e *Endpoint) Update(c Changes) error {
 			e.Disable()
 		}
 	}
+	if !e.shown().equal(was) {
+		e.RaiseUpdate(eventtype.WebhookEndpointUpdated)
+	}
 	return nil
+}
+
+// shown is what the API shows of an endpoint that Update can change.
+type shown struct {
+	url, description string
+	enabledEvents    []string
+	status           Status
+	metadata         map[string]string
+}
+
+func (e *Endpoint) shown() shown {
+	return shown{url: e.url, description: e.description, enabledEvents: e.enabledEvents, status: e.status, metadata: e.metadata}
+}
+
+func (s shown) equal(o shown) bool {
+	return s.url == o.url && s.description == o.description && slices.Equal(s.enabledEvents, o.enabledEvents) &&
+		s.status == o.status && maps.Equal(s.metadata, o.metadata)
 }
 
 // Enable resumes deliveries. Enabling an enabled endpoint is allowed and changes nothing.
@@ -255,30 +282,46 @@ func (e *Endpoint) DeliverySucceeded() bool {
 
 // DeliveryFailed notes a failed attempt at now. The first failure after a success starts the
 // failing streak; when every delivery has failed for disableAfter, an enabled endpoint is
-// disabled. It reports whether anything changed and whether the endpoint was disabled.
+// disabled, raising webhook_endpoint.disabled. It reports whether anything changed and
+// whether the endpoint was disabled.
 func (e *Endpoint) DeliveryFailed(now time.Time, disableAfter time.Duration) (changed, disabled bool) {
 	if e.failingSince.IsZero() {
 		e.failingSince = now.UTC()
 		return true, false
 	}
 	if e.status == StatusEnabled && now.Sub(e.failingSince) >= disableAfter {
-		e.status = StatusDisabled
+		e.disableForHealth()
 		return true, true
 	}
 	return false, false
 }
 
-// Delete marks the endpoint deleted: it receives nothing more and the API no longer shows it.
-func (e *Endpoint) Delete() { e.deleted = true }
+// DeliveryGone notes that the receiver answered 410 Gone: an enabled endpoint is disabled,
+// raising webhook_endpoint.disabled. It reports whether the endpoint was disabled.
+func (e *Endpoint) DeliveryGone() bool {
+	if e.status != StatusEnabled {
+		return false
+	}
+	e.disableForHealth()
+	return true
+}
+
+// disableForHealth disables the endpoint for what its deliveries met (not at a client's
+// request, which is an update): webhook_endpoint.disabled, with the previous status.
+func (e *Endpoint) disableForHealth() {
+	e.status = StatusDisabled
+	e.RaiseUpdate(eventtype.WebhookEndpointDisabled)
+}
+
+// Delete marks the endpoint deleted, raising webhook_endpoint.deleted: it receives nothing
+// more and the API no longer shows it.
+func (e *Endpoint) Delete() {
+	e.deleted = true
+	e.Raise(eventtype.WebhookEndpointDeleted)
+}
 
 // Deleted reports whether the endpoint was deleted.
 func (e *Endpoint) Deleted() bool { return e.deleted }
-
-// Emit records an event about this change, to be stored with it (the outbox).
-func (e *Endpoint) Emit(ev events.Event) { e.newEvents = append(e.newEvents, ev) }
-
-// NewEvents returns the events raised since the endpoint was loaded.
-func (e *Endpoint) NewEvents() []events.Event { return slices.Clone(e.newEvents) }
 
 // ParseStatus returns the Status named s.
 func ParseStatus(s string) (Status, error) {

@@ -10,8 +10,9 @@ import (
 
 // Repository stores endpoints. Every method taking an account and mode is scoped to them: an
 // endpoint of another account or mode, or a deleted one, is reported as ErrNotFound, never
-// returned. The events an endpoint raised (Endpoint.NewEvents) are stored with it, in the same
-// write, in its outbox.
+// returned. The events an endpoint raised (its events.Recorder) are stored with it, rendered,
+// in the same write, in its outbox; they name the request in the write's context
+// (events.CausedBy), none for the service's own work.
 type Repository interface {
 	// Create stores a new endpoint.
 	Create(ctx context.Context, e *Endpoint) error
@@ -24,6 +25,9 @@ type Repository interface {
 	// fn raised), ErrNotFound, or domainerr.LockTimeout when retries run out. fn may Delete the
 	// endpoint.
 	Update(ctx context.Context, id, account string, livemode bool, fn func(*Endpoint) error) (*Endpoint, error)
+	// UpdateAny is Update for the service's own work (the endpoint's health), whatever the
+	// owner.
+	UpdateAny(ctx context.Context, id string, fn func(*Endpoint) error) (*Endpoint, error)
 	// List returns one page, newest first, and whether more endpoints lie beyond it in the
 	// direction read (see listing.Params).
 	List(ctx context.Context, account string, livemode bool, p listing.Params) ([]*Endpoint, bool, error)

@@ -14,6 +14,7 @@ import (
 
 	"rentalplatform/libs/docstore"
 	"rentalplatform/libs/domainerr"
+	"rentalplatform/libs/events"
 	"rentalplatform/libs/listing"
 	"rentalplatform/libs/outbox"
 
@@ -28,18 +29,23 @@ const (
 
 // Cases implements domain.CaseRepository.
 type Cases struct {
-	docs *docstore.Collection[caseDoc]
+	docs  *docstore.Collection[caseDoc]
+	cases *docstore.Aggregates[caseDoc, *domain.Case]
 }
 
 var _ domain.CaseRepository = (*Cases)(nil)
 
-// NewCases returns the case store of db; relay publishes the events cases raise.
-func NewCases(db *docstore.DB, relay *outbox.Relay) *Cases {
-	return &Cases{docs: docstore.NewCollection[caseDoc](db, CasesCollection, docstore.Options{
+// NewCases returns the case store of db: emitter renders the events cases raise, relay
+// publishes them.
+func NewCases(db *docstore.DB, relay *outbox.Relay, emitter events.Renderer[*domain.Case]) *Cases {
+	docs := docstore.NewCollection[caseDoc](db, CasesCollection, docstore.Options{
 		NotFound: domain.CaseNotFound,
 		Conflict: domainerr.LockTimeout("collection case"),
 		Outbox:   relay,
-	})}
+	})
+	return &Cases{docs: docs, cases: &docstore.Aggregates[caseDoc, *domain.Case]{
+		Docs: docs, NotFound: domain.CaseNotFound, Of: caseDoc.aggregate, Set: (*caseDoc).set, Events: emitter,
+	}}
 }
 
 // CaseIndexes are the indexes the case queries rely on. References are unique per account and
@@ -147,7 +153,6 @@ func (d *caseDoc) set(c *domain.Case) {
 	for i, p := range s.Payments {
 		d.Payments[i] = paymentDoc{ID: p.ID, Amount: p.Amount, PaidAt: p.PaidAt.UTC(), Reference: p.Reference, Created: p.Created.Unix()}
 	}
-	d.Raise(c.NewEvents()...)
 }
 
 func (d caseDoc) aggregate() *domain.Case {
@@ -172,9 +177,7 @@ func (d caseDoc) aggregate() *domain.Case {
 // Create implements domain.CaseRepository: a false Insert means the unique reference index
 // refused it (the id is new).
 func (r *Cases) Create(ctx context.Context, c *domain.Case) error {
-	var d caseDoc
-	d.set(c)
-	created, err := r.docs.Insert(ctx, d)
+	created, err := r.cases.Insert(ctx, c)
 	if err != nil {
 		return fmt.Errorf("insert collection case: %w", err)
 	}
@@ -186,11 +189,7 @@ func (r *Cases) Create(ctx context.Context, c *domain.Case) error {
 
 // Get implements domain.CaseRepository.
 func (r *Cases) Get(ctx context.Context, id, account string, livemode bool) (*domain.Case, error) {
-	d, err := docstore.GetOwned(ctx, r.docs, id, account, livemode, domain.CaseNotFound)
-	if err != nil {
-		return nil, err
-	}
-	return d.aggregate(), nil
+	return r.cases.Get(ctx, id, account, livemode)
 }
 
 // GetByReference implements domain.CaseRepository (the unique index's query).
@@ -207,7 +206,7 @@ func (r *Cases) GetByReference(ctx context.Context, reference, account string, l
 
 // Update implements domain.CaseRepository.
 func (r *Cases) Update(ctx context.Context, id, account string, livemode bool, fn func(*domain.Case) error) (*domain.Case, error) {
-	return docstore.UpdateOwned(ctx, r.docs, id, account, livemode, domain.CaseNotFound, caseDoc.aggregate, docstore.Infallible((*caseDoc).set), fn)
+	return r.cases.Update(ctx, id, account, livemode, fn)
 }
 
 // List implements domain.CaseRepository.

@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"rentalplatform/libs/docstore"
+	"rentalplatform/libs/events"
 	"rentalplatform/libs/listing"
 	"rentalplatform/libs/outbox"
 
@@ -18,17 +19,22 @@ import (
 // Files implements domain.FileRepository: the records of case files (their bytes are in
 // GridFS, Contents).
 type Files struct {
-	docs *docstore.Collection[fileDoc]
+	docs  *docstore.Collection[fileDoc]
+	files *docstore.Aggregates[fileDoc, *domain.File]
 }
 
 var _ domain.FileRepository = (*Files)(nil)
 
-// NewFiles returns the file record store of db; relay publishes case_file.created.
-func NewFiles(db *docstore.DB, relay *outbox.Relay) *Files {
-	return &Files{docs: docstore.NewCollection[fileDoc](db, FilesCollection, docstore.Options{
+// NewFiles returns the file record store of db: emitter renders case_file.created, relay
+// publishes it.
+func NewFiles(db *docstore.DB, relay *outbox.Relay, emitter events.Renderer[*domain.File]) *Files {
+	docs := docstore.NewCollection[fileDoc](db, FilesCollection, docstore.Options{
 		NotFound: domain.FileNotFound,
 		Outbox:   relay,
-	})}
+	})
+	return &Files{docs: docs, files: &docstore.Aggregates[fileDoc, *domain.File]{
+		Docs: docs, NotFound: domain.FileNotFound, Of: fileDoc.file, Set: (*fileDoc).set, Events: emitter,
+	}}
 }
 
 // FileIndexes back the list of a case's files, newest first.
@@ -55,20 +61,27 @@ type fileDoc struct {
 	Created       int64  `bson:"created"`
 }
 
-// Create implements domain.FileRepository.
-func (r *Files) Create(ctx context.Context, f *domain.File) error {
+// OwnedBy implements docstore.Owned.
+func (d fileDoc) OwnedBy(account string, livemode bool) bool {
+	return d.Account == account && d.Livemode == livemode
+}
+
+func (d *fileDoc) set(f *domain.File) {
 	s := f.State()
-	d := fileDoc{Account: s.Account, Livemode: s.Livemode, Case: s.Case, DocumentType: string(s.DocumentType),
+	*d = fileDoc{Meta: d.Meta, Account: s.Account, Livemode: s.Livemode, Case: s.Case, DocumentType: string(s.DocumentType),
 		Description: s.Description, Filename: s.Filename, Size: s.Size, ContentType: s.ContentType, SHA256: s.SHA256,
 		Created: s.Created.Unix()}
 	d.ID = s.ID
-	d.Raise(f.NewEvents()...)
-	created, err := r.docs.Insert(ctx, d)
+}
+
+// Create implements domain.FileRepository.
+func (r *Files) Create(ctx context.Context, f *domain.File) error {
+	created, err := r.files.Insert(ctx, f)
 	if err != nil {
 		return fmt.Errorf("insert case file: %w", err)
 	}
 	if !created {
-		return fmt.Errorf("insert case file: %s is stored already", s.ID)
+		return fmt.Errorf("insert case file: %s is stored already", f.ID())
 	}
 	return nil
 }

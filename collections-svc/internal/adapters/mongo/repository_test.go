@@ -13,7 +13,6 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"rentalplatform/libs/events"
 	"rentalplatform/libs/ids"
 	"rentalplatform/libs/listing"
 	"rentalplatform/libs/outbox/outboxtest"
@@ -55,14 +54,13 @@ func newCase(t *testing.T, g *ids.Generator, account string, livemode bool, ref 
 
 func TestCasesRoundTripAndQueries(t *testing.T) {
 	db := servicetest.Store(t)
-	repo := mongo.NewCases(db, outboxtest.NewRelay(&outboxtest.Queue{}))
+	repo := mongo.NewCases(db, outboxtest.NewRelay(&outboxtest.Queue{}), nil)
 	ctx := t.Context()
 	if err := repo.EnsureIndexes(ctx); err != nil {
 		t.Fatal(err)
 	}
 	g := ids.NewGenerator(nil)
 	c := newCase(t, g, "acct_1", false, "DC-000001", func(p *domain.NewCaseParams) { p.CreditorReference = ptr("INV-1") })
-	c.Emit(events.Event{ID: "evt_1", Type: "collection_case.created"})
 	if err := repo.Create(ctx, c); err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +115,7 @@ func TestCasesRoundTripAndQueries(t *testing.T) {
 // one through and refuses the others with ErrReferenceTaken.
 func TestConcurrentReferences(t *testing.T) {
 	db := servicetest.Store(t)
-	repo := mongo.NewCases(db, outboxtest.NewRelay(&outboxtest.Queue{}))
+	repo := mongo.NewCases(db, outboxtest.NewRelay(&outboxtest.Queue{}), nil)
 	if err := repo.EnsureIndexes(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +144,7 @@ func TestConcurrentReferences(t *testing.T) {
 
 func TestCaseFilters(t *testing.T) {
 	db := servicetest.Store(t)
-	repo := mongo.NewCases(db, outboxtest.NewRelay(&outboxtest.Queue{}))
+	repo := mongo.NewCases(db, outboxtest.NewRelay(&outboxtest.Queue{}), nil)
 	ctx := t.Context()
 	g := ids.NewGenerator(nil)
 	var all []*domain.Case
@@ -260,10 +258,10 @@ func TestIndexDefinitions(t *testing.T) {
 
 	db := servicetest.Store(t)
 	relay := outboxtest.NewRelay(&outboxtest.Queue{})
-	if err := mongo.NewCases(db, relay).EnsureIndexes(t.Context()); err != nil {
+	if err := mongo.NewCases(db, relay, nil).EnsureIndexes(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if err := mongo.NewFiles(db, relay).EnsureIndexes(t.Context()); err != nil {
+	if err := mongo.NewFiles(db, relay, nil).EnsureIndexes(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	names := func(coll string) []string { return servicetest.IndexNames(t, db, coll) }
@@ -286,7 +284,7 @@ func TestIndexDefinitions(t *testing.T) {
 
 func TestFiles(t *testing.T) {
 	db := servicetest.Store(t)
-	files := mongo.NewFiles(db, outboxtest.NewRelay(&outboxtest.Queue{}))
+	files := mongo.NewFiles(db, outboxtest.NewRelay(&outboxtest.Queue{}), nil)
 	ctx := t.Context()
 	g := ids.NewGenerator(nil)
 	var made []*domain.File

@@ -14,6 +14,7 @@ import (
 
 	"rentalplatform/libs/apierr"
 	"rentalplatform/libs/domainerr"
+	"rentalplatform/libs/fiberx"
 	"rentalplatform/libs/ids"
 	"rentalplatform/libs/listing"
 	"rentalplatform/libs/request"
@@ -84,7 +85,7 @@ func (h handlers) uploadFile(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(renderFile(f))
+	return fiberx.Object(c, f, renderFile)
 }
 
 // uploader is what readForm drives: the app's Upload.

@@ -120,7 +120,7 @@ func (h handlers) createCase(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(renderCase(cs))
+	return fiberx.Object(c, cs, renderCase)
 }
 
 func (h handlers) getCase(c *fiber.Ctx) error {
@@ -150,7 +150,7 @@ func lifecycle(move func(context.Context, app.Caller, string) (*domain.Case, err
 		if err != nil {
 			return err
 		}
-		return c.JSON(renderCase(cs))
+		return fiberx.Object(c, cs, renderCase)
 	}
 }
 
@@ -164,7 +164,7 @@ func (h handlers) closeCase(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(renderCase(cs))
+	return fiberx.Object(c, cs, renderCase)
 }
 
 func (h handlers) recordPayment(c *fiber.Ctx) error {

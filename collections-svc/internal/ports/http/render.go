@@ -1,6 +1,12 @@
 package http
 
 import (
+	"time"
+
+	"rentalplatform/libs/events"
+	"rentalplatform/libs/eventtype"
+	"rentalplatform/libs/ids"
+
 	"rentalplatform/collections-svc/internal/domain"
 )
 
@@ -76,14 +82,20 @@ type paymentJSON struct {
 	IsTest         bool    `json:"is_test"`
 }
 
-// CaseObject renders a case as the API shows it (the object of its events).
-func CaseObject(c *domain.Case) any { return renderCase(c) }
+// CaseEvents renders the events cases raise: their objects as this port answers them (a
+// debt payment's event shows the payment).
+func CaseEvents(gen *ids.Generator, now func() time.Time) *events.Emitter[*domain.Case] {
+	return &events.Emitter[*domain.Case]{IDs: gen, Now: now,
+		Object: func(c *domain.Case) any { return renderCase(c) },
+		Parts: map[string]func(*domain.Case, any) any{
+			eventtype.DebtPaymentCreated: func(c *domain.Case, p any) any { return renderPayment(c, p.(domain.Payment)) },
+		}}
+}
 
-// FileObject renders a file record as the API shows it.
-func FileObject(f *domain.File) any { return renderFile(f) }
-
-// PaymentObject renders a debt payment of a case as the API shows it.
-func PaymentObject(c *domain.Case, p domain.Payment) any { return renderPayment(c, p) }
+// FileEvents renders case_file.created.
+func FileEvents(gen *ids.Generator, now func() time.Time) *events.Emitter[*domain.File] {
+	return &events.Emitter[*domain.File]{IDs: gen, Now: now, Object: func(f *domain.File) any { return renderFile(f) }}
+}
 
 func renderCase(c *domain.Case) caseJSON {
 	d, a, p := c.Debtor(), c.Debtor().Address, c.Partner()

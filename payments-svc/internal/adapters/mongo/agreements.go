@@ -1,6 +1,7 @@
 // Package mongo stores payment agreements and payment requests in MongoDB, one document per
 // aggregate keyed by its id ("payment_agreements", "payment_requests"), each with its outbox of
-// events not yet published (kept by libs/docstore).
+// events not yet published: the mapping and the queries; every read and write by id, and the
+// events each change raised, are docstore.Aggregates'.
 package mongo
 
 import (
@@ -14,6 +15,7 @@ import (
 
 	"rentalplatform/libs/docstore"
 	"rentalplatform/libs/domainerr"
+	"rentalplatform/libs/events"
 	"rentalplatform/libs/listing"
 	"rentalplatform/libs/outbox"
 
@@ -28,24 +30,30 @@ const (
 
 // Agreements implements domain.AgreementRepository.
 type Agreements struct {
-	docs *docstore.Collection[agreementDoc]
+	docs       *docstore.Collection[agreementDoc]
+	agreements *docstore.Aggregates[agreementDoc, *domain.Agreement]
 }
 
 var _ domain.AgreementRepository = (*Agreements)(nil)
 
-// NewAgreements returns the agreement store of db; relay publishes the events agreements raise.
-func NewAgreements(db *docstore.DB, relay *outbox.Relay) *Agreements {
-	return &Agreements{docs: docstore.NewCollection[agreementDoc](db, AgreementsCollection, docstore.Options{
+// NewAgreements returns the agreement store of db: emitter renders the events agreements raise
+// (nil stores none), relay publishes them.
+func NewAgreements(db *docstore.DB, relay *outbox.Relay, emitter events.Renderer[*domain.Agreement]) *Agreements {
+	docs := docstore.NewCollection[agreementDoc](db, AgreementsCollection, docstore.Options{
 		NotFound: domain.AgreementNotFound,
 		Conflict: domainerr.LockTimeout("payment agreement"),
 		Outbox:   relay,
 		Cache:    agreementCache,
-	})}
+	})
+	return &Agreements{docs: docs, agreements: &docstore.Aggregates[agreementDoc, *domain.Agreement]{
+		Docs: docs, NotFound: domain.AgreementNotFound, Of: agreementDoc.agreement, Set: (*agreementDoc).set,
+		Events: emitter, Cached: true,
+	}}
 }
 
 // agreementCache is how many agreements the process keeps as it last read or wrote them: every
 // attempt and every create reads its agreement, and on the embedded store the copy answers
-// (docstore Current).
+// (docstore Current: the Aggregates are Cached).
 const agreementCache = 10000
 
 // AgreementIndexes are the indexes the agreement queries rely on: lists by account and mode
@@ -117,9 +125,9 @@ func (d *agreementDoc) set(a *domain.Agreement) {
 	}
 	d.Metadata, d.Created = docstore.MetadataOf(s.Metadata), s.Created.Unix()
 	d.CancelledAt, d.Cascading = docstore.TimePtr(s.CancelledAt), s.Cascading
-	d.Raise(a.NewEvents()...)
 }
 
+// agreement returns the agreement d holds, sharing no memory with it.
 func (d agreementDoc) agreement() *domain.Agreement {
 	methods := make([]domain.Method, len(d.Methods))
 	for i, m := range d.Methods {
@@ -140,9 +148,7 @@ func (d agreementDoc) agreement() *domain.Agreement {
 
 // Create implements domain.AgreementRepository.
 func (r *Agreements) Create(ctx context.Context, a *domain.Agreement) error {
-	var d agreementDoc
-	d.set(a)
-	created, err := r.docs.Insert(ctx, d)
+	created, err := r.agreements.Insert(ctx, a)
 	if err != nil {
 		return fmt.Errorf("insert payment agreement: %w", err)
 	}
@@ -154,30 +160,22 @@ func (r *Agreements) Create(ctx context.Context, a *domain.Agreement) error {
 
 // Get implements domain.AgreementRepository.
 func (r *Agreements) Get(ctx context.Context, id, account string, livemode bool) (*domain.Agreement, error) {
-	d, err := docstore.CurrentOwned(ctx, r.docs, id, account, livemode, domain.AgreementNotFound)
-	if err != nil {
-		return nil, err
-	}
-	return d.agreement(), nil
+	return r.agreements.Get(ctx, id, account, livemode)
 }
 
 // Load implements domain.AgreementRepository.
 func (r *Agreements) Load(ctx context.Context, id string) (*domain.Agreement, error) {
-	d, err := r.docs.Current(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	return d.agreement(), nil
+	return r.agreements.Load(ctx, id)
 }
 
 // Update implements domain.AgreementRepository.
 func (r *Agreements) Update(ctx context.Context, id, account string, livemode bool, fn func(*domain.Agreement) error) (*domain.Agreement, error) {
-	return docstore.UpdateOwned(ctx, r.docs, id, account, livemode, domain.AgreementNotFound, agreementDoc.agreement, docstore.Infallible((*agreementDoc).set), fn)
+	return r.agreements.Update(ctx, id, account, livemode, fn)
 }
 
-// UpdateAny implements domain.AgreementRepository (docstore.UpdateAny).
+// UpdateAny implements domain.AgreementRepository.
 func (r *Agreements) UpdateAny(ctx context.Context, id string, fn func(*domain.Agreement) error) (*domain.Agreement, error) {
-	return docstore.UpdateAny(ctx, r.docs, id, agreementDoc.agreement, docstore.Infallible((*agreementDoc).set), fn)
+	return r.agreements.UpdateAny(ctx, id, fn)
 }
 
 // List implements domain.AgreementRepository.

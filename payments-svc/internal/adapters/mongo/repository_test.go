@@ -35,7 +35,7 @@ func newRequest(t *testing.T, id, account, agreement string) *domain.Request {
 
 func TestRequestsRoundTripAndQueries(t *testing.T) {
 	db := servicetest.Store(t)
-	repo := mongo.NewRequests(db, outboxtest.NewRelay(&outboxtest.Queue{}))
+	repo := mongo.NewRequests(db, outboxtest.NewRelay(&outboxtest.Queue{}), nil)
 	if err := repo.EnsureIndexes(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestIndexDefinitions(t *testing.T) {
 // A charge's id is stored with it; a charge stored without one (as before charges had ids)
 // reads back with its derived id, the same on every read.
 func TestChargeIDsRoundTrip(t *testing.T) {
-	repo := mongo.NewRequests(servicetest.Store(t), outboxtest.NewRelay(&outboxtest.Queue{}))
+	repo := mongo.NewRequests(servicetest.Store(t), outboxtest.NewRelay(&outboxtest.Queue{}), nil)
 	ctx := t.Context()
 	if err := repo.Create(ctx, []*domain.Request{newRequest(t, "preq_01", "acct_1", "pa_a")}); err != nil {
 		t.Fatal(err)

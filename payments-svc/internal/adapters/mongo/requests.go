@@ -11,6 +11,7 @@ import (
 
 	"rentalplatform/libs/docstore"
 	"rentalplatform/libs/domainerr"
+	"rentalplatform/libs/events"
 	"rentalplatform/libs/listing"
 	"rentalplatform/libs/outbox"
 
@@ -23,19 +24,25 @@ const requestCache = 20000
 
 // Requests implements domain.RequestRepository.
 type Requests struct {
-	docs *docstore.Collection[requestDoc]
+	docs     *docstore.Collection[requestDoc]
+	requests *docstore.Aggregates[requestDoc, *domain.Request]
 }
 
 var _ domain.RequestRepository = (*Requests)(nil)
 
-// NewRequests returns the request store of db; relay publishes the events requests raise.
-func NewRequests(db *docstore.DB, relay *outbox.Relay) *Requests {
-	return &Requests{docs: docstore.NewCollection[requestDoc](db, RequestsCollection, docstore.Options{
+// NewRequests returns the request store of db: emitter renders the events requests raise (nil
+// stores none), relay publishes them.
+func NewRequests(db *docstore.DB, relay *outbox.Relay, emitter events.Renderer[*domain.Request]) *Requests {
+	docs := docstore.NewCollection[requestDoc](db, RequestsCollection, docstore.Options{
 		NotFound: domain.RequestNotFound,
 		Conflict: domainerr.LockTimeout("payment request"),
 		Outbox:   relay,
 		Cache:    requestCache,
-	})}
+	})
+	return &Requests{docs: docs, requests: &docstore.Aggregates[requestDoc, *domain.Request]{
+		Docs: docs, NotFound: domain.RequestNotFound, Of: requestDoc.request, Set: (*requestDoc).set,
+		Events: emitter, Cached: true,
+	}}
 }
 
 // RequestIndexes are the indexes the request queries rely on: lists by account and mode, alone
@@ -122,19 +129,9 @@ func (d *requestDoc) set(r *domain.Request) {
 	if s.Claim != nil {
 		d.Claim = &claimDoc{Attempt: s.Claim.Attempt, Token: s.Claim.Token, At: s.Claim.At.UTC()}
 	}
-	d.Raise(r.NewEvents()...)
 }
 
-// change applies fn to the request d holds and stores the result in d.
-func (d *requestDoc) change(fn func(*domain.Request) error) error {
-	q := d.request()
-	if err := fn(q); err != nil {
-		return err
-	}
-	d.set(q)
-	return nil
-}
-
+// request returns the request d holds, sharing no memory with it.
 func (d requestDoc) request() *domain.Request {
 	tries := make([]domain.Try, len(d.Tries))
 	for i, t := range d.Tries {
@@ -163,11 +160,7 @@ func requests(docs []requestDoc) []*domain.Request {
 
 // Create implements domain.RequestRepository: one insert command for all of them.
 func (r *Requests) Create(ctx context.Context, rs []*domain.Request) error {
-	docs := make([]requestDoc, len(rs))
-	for i, q := range rs {
-		docs[i].set(q)
-	}
-	created, err := r.docs.InsertAll(ctx, docs)
+	created, err := r.requests.InsertAll(ctx, rs)
 	if err != nil {
 		return fmt.Errorf("insert payment requests: %w", err)
 	}
@@ -181,15 +174,12 @@ func (r *Requests) Create(ctx context.Context, rs []*domain.Request) error {
 
 // Get implements domain.RequestRepository.
 func (r *Requests) Get(ctx context.Context, id, account string, livemode bool) (*domain.Request, error) {
-	d, err := docstore.CurrentOwned(ctx, r.docs, id, account, livemode, domain.RequestNotFound)
-	if err != nil {
-		return nil, err
-	}
-	return d.request(), nil
+	return r.requests.Get(ctx, id, account, livemode)
 }
 
-// Load implements domain.RequestRepository. It may answer from the cache: the engine's writes
-// are conditional on what they read, so a stale copy only costs a retry.
+// Load implements domain.RequestRepository. It answers from the cache whenever it holds the
+// request, on MongoDB too (docstore Cached, rather than Aggregates.Load's Current): the
+// engine's writes are conditional on what they read, so a stale copy only costs a retry.
 func (r *Requests) Load(ctx context.Context, id string) (*domain.Request, error) {
 	d, err := r.docs.Cached(ctx, id)
 	if err != nil {
@@ -200,20 +190,32 @@ func (r *Requests) Load(ctx context.Context, id string) (*domain.Request, error)
 
 // Update implements domain.RequestRepository.
 func (r *Requests) Update(ctx context.Context, id, account string, livemode bool, fn func(*domain.Request) error) (*domain.Request, error) {
-	return docstore.UpdateOwned(ctx, r.docs, id, account, livemode, domain.RequestNotFound, requestDoc.request, docstore.Infallible((*requestDoc).set), fn)
+	return r.requests.Update(ctx, id, account, livemode, fn)
 }
 
-// Attempt implements domain.RequestRepository (docstore's Bracket).
+// Attempt implements domain.RequestRepository (docstore's Bracket): claim and record each
+// change the request as loaded from the step's document and store it with the events it
+// raised (Aggregates.Put).
 func (r *Requests) Attempt(ctx context.Context, id string, claim func(*domain.Request) error,
 	charge func(context.Context, *domain.Request) (domain.Charged, error),
 	record func(*domain.Request, domain.Charged) error) (*domain.Request, domain.Charged, error) {
 	d, c, err := docstore.Bracket(ctx, r.docs, id,
-		func(d *requestDoc) error { return d.change(claim) },
+		func(d *requestDoc) error { return r.change(ctx, d, claim) },
 		func(ctx context.Context, d requestDoc) (domain.Charged, error) { return charge(ctx, d.request()) },
 		func(d *requestDoc, c domain.Charged) error {
-			return d.change(func(q *domain.Request) error { return record(q, c) })
+			return r.change(ctx, d, func(q *domain.Request) error { return record(q, c) })
 		})
 	return d.request(), c, err
+}
+
+// change applies fn to the request d holds and stores the result in d with the events fn
+// raised.
+func (r *Requests) change(ctx context.Context, d *requestDoc, fn func(*domain.Request) error) error {
+	q := d.request()
+	if err := fn(q); err != nil {
+		return err
+	}
+	return r.requests.Put(ctx, d, q)
 }
 
 // List implements domain.RequestRepository.

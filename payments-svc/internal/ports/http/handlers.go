@@ -1,6 +1,7 @@
 // Package http is payments-svc's public API — payment agreements, payment requests and the
 // test helper that advances a request's retry: Fiber handlers that decode the request, call
-// the application and encode the answer. The business rules live in domain and app.
+// the application and encode the answer (after a change, the rendering its events made of the
+// object: fiberx.Object). Its renderers are also the objects of the events (run.go's emitters). The business rules live in domain and app.
 package http
 
 import (
@@ -116,7 +117,7 @@ func (h handlers) createAgreement(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(renderAgreement(a))
+	return fiberx.Object(c, a, renderAgreement)
 }
 
 func (h handlers) getAgreement(c *fiber.Ctx) error {
@@ -136,7 +137,7 @@ func (h handlers) cancelAgreement(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(renderAgreement(a))
+	return fiberx.Object(c, a, renderAgreement)
 }
 
 func (h handlers) listAgreements(c *fiber.Ctx) error {
@@ -176,7 +177,7 @@ func (h handlers) createRequest(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(renderRequest(r))
+	return fiberx.Object(c, r, renderRequest)
 }
 
 // bulkJSON is the answer of a bulk create: a List object (spec §4.3: object, data,
@@ -230,7 +231,7 @@ func (h handlers) cancelRequest(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(renderRequest(r))
+	return fiberx.Object(c, r, renderRequest)
 }
 
 func (h handlers) advanceRequest(c *fiber.Ctx) error {
@@ -242,7 +243,7 @@ func (h handlers) advanceRequest(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(renderRequest(r))
+	return fiberx.Object(c, r, renderRequest)
 }
 
 func (h handlers) listRequests(c *fiber.Ctx) error {

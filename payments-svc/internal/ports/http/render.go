@@ -3,6 +3,10 @@ package http
 import (
 	"time"
 
+	"rentalplatform/libs/events"
+	"rentalplatform/libs/eventtype"
+	"rentalplatform/libs/ids"
+
 	"rentalplatform/payments-svc/internal/domain"
 )
 
@@ -88,6 +92,19 @@ func RequestObject(r *domain.Request) any { return renderRequest(r) }
 
 // ChargeObject renders a charge of a request as the API shows it (the object of its events).
 func ChargeObject(r *domain.Request, t domain.Try) any { return renderCharge(r, t) }
+
+// AgreementEvents renders the events agreements raise, their objects as this port answers them.
+func AgreementEvents(gen *ids.Generator, now func() time.Time) *events.Emitter[*domain.Agreement] {
+	return &events.Emitter[*domain.Agreement]{IDs: gen, Now: now, Object: AgreementObject}
+}
+
+// RequestEvents renders the events requests raise: a charge's event is about the charge, the
+// domain.Try the request raised it with.
+func RequestEvents(gen *ids.Generator, now func() time.Time) *events.Emitter[*domain.Request] {
+	charge := func(r *domain.Request, part any) any { return renderCharge(r, part.(domain.Try)) }
+	return &events.Emitter[*domain.Request]{IDs: gen, Now: now, Object: RequestObject,
+		Parts: map[string]func(*domain.Request, any) any{eventtype.ChargeSucceeded: charge, eventtype.ChargeFailed: charge}}
+}
 
 func renderAgreement(a *domain.Agreement) agreementJSON {
 	t := a.Tenant()

@@ -15,6 +15,7 @@ import (
 
 	"rentalplatform/libs/docstore"
 	"rentalplatform/libs/domainerr"
+	"rentalplatform/libs/events"
 	"rentalplatform/libs/listing"
 	"rentalplatform/libs/outbox"
 
@@ -26,7 +27,8 @@ const Collection = "verification_sessions"
 
 // Sessions implements domain.Repository.
 type Sessions struct {
-	docs *docstore.Collection[document]
+	docs     *docstore.Collection[document]
+	sessions *docstore.Aggregates[document, *domain.Session]
 }
 
 var _ domain.Repository = (*Sessions)(nil)
@@ -37,14 +39,20 @@ var _ domain.Repository = (*Sessions)(nil)
 // reads always read the store.
 const cacheSize = 8192
 
-// NewSessions returns the session store of db; relay publishes the events sessions raise.
-func NewSessions(db *docstore.DB, relay *outbox.Relay) *Sessions {
-	return &Sessions{docs: docstore.NewCollection[document](db, Collection, docstore.Options{
+// NewSessions returns the session store of db. emitter renders the events sessions raise,
+// which are stored with them and which relay publishes; nil stores none (tests that do not
+// look at events).
+func NewSessions(db *docstore.DB, relay *outbox.Relay, emitter events.Renderer[*domain.Session]) *Sessions {
+	docs := docstore.NewCollection[document](db, Collection, docstore.Options{
 		NotFound: domain.SessionNotFound,
 		Conflict: domainerr.LockTimeout("verification session"),
 		Outbox:   relay,
 		Cache:    cacheSize,
-	})}
+	})
+	return &Sessions{docs: docs, sessions: &docstore.Aggregates[document, *domain.Session]{
+		Docs: docs, NotFound: domain.SessionNotFound,
+		Of: document.session, Set: (*document).set, Events: emitter,
+	}}
 }
 
 // expirable are the statuses the expiry sweep looks for.
@@ -150,13 +158,9 @@ func (e *lastErrorDoc) domain() *domain.LastError {
 	return &domain.LastError{Code: domain.ErrorCode(e.Code), Reason: e.Reason, Product: domain.Product(e.Product)}
 }
 
-// set stores the session's state in d and the events it emitted in d's outbox; a session with a
-// transition whose event was not emitted is refused, so no change is stored without its event.
-func (d *document) set(s *domain.Session) error {
-	evs, err := s.NewEvents()
-	if err != nil {
-		return err
-	}
+// set stores the session's state in d, keeping d's Meta (the store's; the events the session
+// raised go into its outbox through docstore.Aggregates).
+func (d *document) set(s *domain.Session) {
 	st := s.State()
 	a := st.Applicant
 	*d = document{
@@ -189,10 +193,10 @@ func (d *document) set(s *domain.Session) error {
 			d.Report.Products[i] = resultDoc{Product: string(p.Product), Status: string(p.Status), Reasons: p.Reasons}
 		}
 	}
-	d.Raise(evs...)
-	return nil
 }
 
+// session is the session d holds. It shares no memory with d (domain.Rehydrate copies what the
+// mapping does not make anew): the document as loaded renders an event's "before".
 func (d document) session() *domain.Session {
 	a := d.Applicant
 	st := domain.State{
@@ -233,13 +237,9 @@ func (d document) OwnedBy(account string, livemode bool) bool {
 
 // Create implements domain.Repository.
 func (r *Sessions) Create(ctx context.Context, s *domain.Session) error {
-	var d document
-	if err := d.set(s); err != nil {
-		return err
-	}
-	created, err := r.docs.Insert(ctx, d)
+	created, err := r.sessions.Insert(ctx, s)
 	if err != nil {
-		return fmt.Errorf("insert verification session: %w", err)
+		return err
 	}
 	if !created {
 		return fmt.Errorf("insert verification session: %s is stored already", s.ID())
@@ -247,23 +247,20 @@ func (r *Sessions) Create(ctx context.Context, s *domain.Session) error {
 	return nil
 }
 
-// Get implements domain.Repository.
+// Get implements domain.Repository. It reads the store, not the cache: the cache serves the
+// writes (Options.Cache).
 func (r *Sessions) Get(ctx context.Context, id, account string, livemode bool) (*domain.Session, error) {
-	d, err := docstore.GetOwned(ctx, r.docs, id, account, livemode, domain.SessionNotFound)
-	if err != nil {
-		return nil, err
-	}
-	return d.session(), nil
+	return r.sessions.Get(ctx, id, account, livemode)
 }
 
 // Update implements domain.Repository.
 func (r *Sessions) Update(ctx context.Context, id, account string, livemode bool, fn func(*domain.Session) error) (*domain.Session, error) {
-	return docstore.UpdateOwned(ctx, r.docs, id, account, livemode, domain.SessionNotFound, document.session, (*document).set, fn)
+	return r.sessions.Update(ctx, id, account, livemode, fn)
 }
 
-// UpdateAny implements domain.Repository (docstore.UpdateAny).
+// UpdateAny implements domain.Repository.
 func (r *Sessions) UpdateAny(ctx context.Context, id string, fn func(*domain.Session) error) (*domain.Session, error) {
-	return docstore.UpdateAny(ctx, r.docs, id, document.session, (*document).set, fn)
+	return r.sessions.UpdateAny(ctx, id, fn)
 }
 
 // List implements domain.Repository.

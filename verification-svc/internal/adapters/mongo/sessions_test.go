@@ -1,7 +1,9 @@
 package mongo
 
 import (
+	"encoding/json"
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -38,26 +40,33 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	q := &outboxtest.Queue{}
 	db := servicetest.Store(t)
-	repo := NewSessions(db, outboxtest.NewRelay(q))
+	gen := ids.NewGenerator(nil)
+	repo := NewSessions(db, outboxtest.NewRelay(q), emitter(gen))
 	if err := repo.EnsureIndexes(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	gen := ids.NewGenerator(nil)
 	return &fixture{t: t, db: db, repo: repo, queue: q, gen: gen, account: gen.New(ids.Account)}
 }
 
-// emit hands the session an event for each transition, as the use cases do.
-func (f *fixture) emit(s *domain.Session) {
-	f.t.Helper()
-	for _, typ := range s.Raised() {
-		ev, err := events.New(f.gen, time.Now(), events.Change{Type: typ, Account: s.Account(), Livemode: s.Livemode(),
-			Object: map[string]string{"id": s.ID()}})
-		if err != nil {
-			f.t.Fatal(err)
-		}
-		if err := s.Emit(ev); err != nil {
-			f.t.Fatal(err)
-		}
+// emitter renders a session's events with a few of its fields (the port's rendering is the
+// HTTP port's business), the report's event as the report's id.
+func emitter(gen *ids.Generator) *events.Emitter[*domain.Session] {
+	return &events.Emitter[*domain.Session]{IDs: gen, Now: time.Now,
+		Object: func(s *domain.Session) any {
+			var reasons []string
+			if r := s.Report(); r != nil {
+				for _, p := range r.Products {
+					reasons = append(reasons, p.Reasons...)
+				}
+			}
+			return map[string]any{"id": s.ID(), "status": s.Status(), "email": s.Applicant().Email,
+				"metadata": s.Metadata(), "reasons": reasons}
+		},
+		Parts: map[string]func(*domain.Session, any) any{
+			"verification_report.created": func(s *domain.Session, _ any) any {
+				return map[string]string{"id": s.Report().ID, "verification_session": s.ID()}
+			},
+		},
 	}
 }
 
@@ -78,7 +87,6 @@ func (f *fixture) create(livemode bool, email string, created time.Time, ttl tim
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	f.emit(s)
 	if err := f.repo.Create(f.t.Context(), s); err != nil {
 		f.t.Fatal(err)
 	}
@@ -89,11 +97,7 @@ func (f *fixture) create(livemode bool, email string, created time.Time, ttl tim
 func (f *fixture) move(s *domain.Session, to domain.Status, outcomes map[domain.Product]domain.ResultStatus) *domain.Session {
 	f.t.Helper()
 	out, err := f.repo.Update(f.t.Context(), s.ID(), s.Account(), s.Livemode(), func(s *domain.Session) error {
-		if err := s.Apply(time.Now(), domain.Advance{To: to, Outcomes: outcomes}); err != nil {
-			return err
-		}
-		f.emit(s)
-		return nil
+		return s.Apply(time.Now(), domain.Advance{To: to, Outcomes: outcomes})
 	})
 	if err != nil {
 		f.t.Fatal(err)
@@ -122,11 +126,8 @@ func TestMappingRoundTrip(t *testing.T) {
 	s2 = f.move(s2, domain.StatusPending, nil)
 	s2 = f.move(s2, domain.StatusExpired, nil)
 	if _, err := f.repo.Update(t.Context(), s2.ID(), f.account, false, func(s *domain.Session) error {
-		if _, err := s.Redact(time.Now()); err != nil {
-			return err
-		}
-		f.emit(s)
-		return nil
+		_, err := s.Redact(time.Now())
+		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -149,16 +150,28 @@ func TestMappingRoundTrip(t *testing.T) {
 		len(redacted.Attempts()) != 1 || redacted.Attempts()[0].Outcome != domain.StatusExpired {
 		t.Fatalf("redacted %+v", redacted.State())
 	}
-	// Every transition's event reached the outbox (and so the queue), once.
+	// Every transition's event reached the outbox (and so the queue), once, routed to the
+	// session's webhook_url; the report's object is the report.
+	deadline := time.Now().Add(5 * time.Second)
+	for len(f.queue.Events()) < 9 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
 	var types []string
 	for _, e := range f.queue.Events() {
 		types = append(types, e.Type)
-	}
-	for _, want := range []string{"verification_session.created", "verification_session.pending", "verification_session.processing",
-		"verification_report.created", "verification_session.completed", "verification_session.expired", "verification_session.redacted"} {
-		if !slices.Contains(types, want) {
-			t.Errorf("no %s in %v", want, types)
+		if d := e.Destination; d == nil || d.URL != "https://hooks.example.com/x" || d.Secret != "whsec_c2VjcmV0" {
+			t.Errorf("%s: destination %+v", e.Type, d)
 		}
+		if e.Type == "verification_report.created" && !strings.Contains(string(e.Data.Object), `"verification_session":"`+s.ID()+`"`) {
+			t.Errorf("report event object %s", e.Data.Object)
+		}
+	}
+	slices.Sort(types)
+	wantTypes := []string{"verification_report.created", "verification_session.completed", "verification_session.created",
+		"verification_session.created", "verification_session.expired", "verification_session.pending", "verification_session.pending",
+		"verification_session.processing", "verification_session.redacted"}
+	if !slices.Equal(types, wantTypes) {
+		t.Errorf("events %v\nwant %v", types, wantTypes)
 	}
 }
 
@@ -196,21 +209,76 @@ func TestOwnership(t *testing.T) {
 	}
 }
 
-// A function that changes nothing, or raises a transition without its event, stores nothing.
-func TestUpdateStoresNothingWithoutItsEvent(t *testing.T) {
+// A function that fails stores nothing, and its events are not published.
+func TestUpdateStoresNothingWhenFnFails(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	s := f.create(false, "a@example.com", time.Now(), time.Hour)
+	refused := errors.New("refused")
 	_, err := f.repo.Update(t.Context(), s.ID(), f.account, false, func(s *domain.Session) error {
-		_, err := s.Cancel(time.Now(), domain.CancelOther) // and no event emitted
-		return err
+		if _, err := s.Cancel(time.Now(), domain.CancelOther); err != nil {
+			return err
+		}
+		return refused
 	})
-	if err == nil || !strings.Contains(err.Error(), "without their events") {
-		t.Fatalf("Update = %v; want a refusal", err)
+	if !errors.Is(err, refused) {
+		t.Fatalf("Update = %v; want fn's error", err)
 	}
 	got, _ := f.repo.Get(t.Context(), s.ID(), f.account, false)
 	if got.Status() != domain.StatusCreated {
-		t.Fatalf("a change without its event was stored: %s", got.Status())
+		t.Fatalf("a refused change was stored: %s", got.Status())
+	}
+	time.Sleep(50 * time.Millisecond)
+	for _, e := range f.queue.Events() {
+		if e.Type != "verification_session.created" {
+			t.Fatalf("%s published for a change not stored", e.Type)
+		}
+	}
+}
+
+// The session as loaded renders an update's previous attributes: the mapping shares no memory
+// with the document, so a change made in place (redaction overwrites the report's reasons,
+// the applicant and the metadata) does not reach the "before", and previous_attributes are
+// exactly the fields that changed, with their old values.
+func TestPreviousAttributesOfAnUpdate(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	s := f.create(false, "a@example.com", time.Now(), time.Hour)
+	for _, to := range []domain.Status{domain.StatusPending, domain.StatusProcessing, domain.StatusCompleted} {
+		s = f.move(s, to, map[domain.Product]domain.ResultStatus{domain.ProductCredit: domain.ResultFailed})
+	}
+	before := s.Report().Products[0].Reasons
+	if _, err := f.repo.Update(t.Context(), s.ID(), f.account, false, func(s *domain.Session) error {
+		if _, err := s.Redact(time.Now()); err != nil {
+			return err
+		}
+		s.RaiseUpdate("test.updated")
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		evs := f.queue.Events()
+		if i := slices.IndexFunc(evs, func(e events.Event) bool { return e.Type == "test.updated" }); i >= 0 {
+			var prev map[string]any
+			if err := json.Unmarshal(evs[i].Data.PreviousAttributes, &prev); err != nil {
+				t.Fatalf("previous_attributes %s: %v", evs[i].Data.PreviousAttributes, err)
+			}
+			want := map[string]any{"email": "a@example.com", "metadata": map[string]any{"a.b": "1", "$c": "2"},
+				"reasons": []any{before[0]}}
+			if !reflect.DeepEqual(prev, want) {
+				t.Fatalf("previous_attributes %v\nwant %v", prev, want)
+			}
+			if prev := evs[i-1]; prev.Type != "verification_session.redacted" || prev.Data.PreviousAttributes != nil {
+				t.Fatalf("the event before: %s %s", prev.Type, prev.Data.PreviousAttributes)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no update event in %v", evs)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 

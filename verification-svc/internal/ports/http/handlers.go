@@ -108,6 +108,7 @@ func (h handlers) create(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	// Rendered anew, not the created event's rendering: the answer shows the secrets.
 	return c.JSON(renderSession(s, true))
 }
 
@@ -161,7 +162,7 @@ func (h handlers) cancel(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(renderSession(s, false))
+	return fiberx.Object(c, s, SessionObject)
 }
 
 func (h handlers) redact(c *fiber.Ctx) error {
@@ -174,7 +175,7 @@ func (h handlers) redact(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(renderSession(s, false))
+	return fiberx.Object(c, s, SessionObject)
 }
 
 func (h handlers) report(c *fiber.Ctx) error {
@@ -206,5 +207,5 @@ func (h handlers) advance(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(renderSession(s, false))
+	return fiberx.Object(c, s, SessionObject)
 }

@@ -3,6 +3,11 @@ package http
 import (
 	"bytes"
 	"encoding/json"
+	"time"
+
+	"rentalplatform/libs/events"
+	"rentalplatform/libs/eventtype"
+	"rentalplatform/libs/ids"
 
 	"rentalplatform/verification-svc/internal/domain"
 )
@@ -72,6 +77,16 @@ func SessionObject(s *domain.Session) any { return renderSession(s, false) }
 
 // ReportObject renders a session's report, the object of verification_report.created.
 func ReportObject(s *domain.Session) any { return renderReport(s) }
+
+// SessionEvents renders the events sessions raise, their objects as this port answers them:
+// the session without its secrets, and for verification_report.created the session's report.
+// A session's own webhook_url routes its events (Session.EventDestination).
+func SessionEvents(gen *ids.Generator, now func() time.Time) *events.Emitter[*domain.Session] {
+	return &events.Emitter[*domain.Session]{IDs: gen, Now: now, Object: SessionObject,
+		Parts: map[string]func(*domain.Session, any) any{
+			eventtype.VerificationReportCreated: func(s *domain.Session, _ any) any { return renderReport(s) },
+		}}
+}
 
 func optional[T ~string](v T) *T {
 	if v == "" {

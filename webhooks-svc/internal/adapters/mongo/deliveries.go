@@ -19,20 +19,27 @@ import (
 // DeliveriesCollection is the name of the deliveries collection.
 const DeliveriesCollection = "webhook_deliveries"
 
-// Deliveries implements domain.DeliveryRepository.
+// Deliveries implements domain.DeliveryRepository. Deliveries raise no events.
 type Deliveries struct {
-	docs *docstore.Collection[deliveryDoc]
+	docs       *docstore.Collection[deliveryDoc]
+	aggregates docstore.Aggregates[deliveryDoc, *domain.Delivery]
 }
 
 var _ domain.DeliveryRepository = (*Deliveries)(nil)
 
 // NewDeliveries returns the delivery store of db.
 func NewDeliveries(db *docstore.DB) *Deliveries {
-	return &Deliveries{docs: docstore.NewCollection[deliveryDoc](db, DeliveriesCollection, docstore.Options{
+	docs := docstore.NewCollection[deliveryDoc](db, DeliveriesCollection, docstore.Options{
 		NotFound: domain.DeliveryNotFound,
 		Conflict: domainerr.LockTimeout("webhook delivery"),
 		Cache:    docCacheSize,
-	})}
+	})
+	return &Deliveries{docs: docs, aggregates: docstore.Aggregates[deliveryDoc, *domain.Delivery]{
+		Docs:     docs,
+		NotFound: domain.DeliveryNotFound,
+		Of:       deliveryDoc.delivery,
+		Set:      storeDelivery,
+	}}
 }
 
 // EnsureIndexes declares deliveryIndexes and the retention index where the store has TTL
@@ -123,20 +130,12 @@ func (d deliveryDoc) delivery() *domain.Delivery {
 
 // Create implements domain.DeliveryRepository.
 func (r *Deliveries) Create(ctx context.Context, d *domain.Delivery) (bool, error) {
-	created, err := r.CreateAll(ctx, []*domain.Delivery{d})
-	if err != nil {
-		return false, err
-	}
-	return created[0], nil
+	return r.aggregates.Insert(ctx, d)
 }
 
 // CreateAll implements domain.DeliveryRepository, grouped with concurrent fan-outs.
 func (r *Deliveries) CreateAll(ctx context.Context, ds []*domain.Delivery) ([]bool, error) {
-	docs := make([]deliveryDoc, len(ds))
-	for i, d := range ds {
-		docs[i] = toDeliveryDoc(d)
-	}
-	return r.docs.InsertAll(ctx, docs)
+	return r.aggregates.InsertAll(ctx, ds)
 }
 
 // OwnedBy implements docstore.Owned.
@@ -146,20 +145,12 @@ func (d deliveryDoc) OwnedBy(account string, livemode bool) bool {
 
 // Get implements domain.DeliveryRepository.
 func (r *Deliveries) Get(ctx context.Context, id, account string, livemode bool) (*domain.Delivery, error) {
-	d, err := docstore.GetOwned(ctx, r.docs, id, account, livemode, domain.DeliveryNotFound)
-	if err != nil {
-		return nil, err
-	}
-	return d.delivery(), nil
+	return r.aggregates.Get(ctx, id, account, livemode)
 }
 
 // Load implements domain.DeliveryRepository.
 func (r *Deliveries) Load(ctx context.Context, id string) (*domain.Delivery, error) {
-	d, err := r.docs.Get(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	return d.delivery(), nil
+	return r.aggregates.Load(ctx, id)
 }
 
 // Cached implements domain.DeliveryRepository.
@@ -173,12 +164,12 @@ func (r *Deliveries) Cached(ctx context.Context, id string) (*domain.Delivery, e
 
 // Update implements domain.DeliveryRepository.
 func (r *Deliveries) Update(ctx context.Context, id, account string, livemode bool, fn func(*domain.Delivery) error) (*domain.Delivery, error) {
-	return docstore.UpdateOwned(ctx, r.docs, id, account, livemode, domain.DeliveryNotFound, deliveryDoc.delivery, docstore.Infallible(storeDelivery), fn)
+	return r.aggregates.Update(ctx, id, account, livemode, fn)
 }
 
-// UpdateAny implements domain.DeliveryRepository (docstore.UpdateAny).
+// UpdateAny implements domain.DeliveryRepository.
 func (r *Deliveries) UpdateAny(ctx context.Context, id string, fn func(*domain.Delivery) error) (*domain.Delivery, error) {
-	return docstore.UpdateAny(ctx, r.docs, id, deliveryDoc.delivery, docstore.Infallible(storeDelivery), fn)
+	return r.aggregates.UpdateAny(ctx, id, fn)
 }
 
 // storeDelivery stores del in d (the store keeps d's version and outbox).

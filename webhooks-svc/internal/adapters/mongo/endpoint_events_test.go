@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"rentalplatform/libs/events"
+	"rentalplatform/libs/identity"
 	"rentalplatform/libs/ids"
 	"rentalplatform/libs/outbox/outboxtest"
 	"rentalplatform/libs/servicetest"
@@ -16,43 +17,79 @@ import (
 	"rentalplatform/webhooks-svc/internal/domain"
 )
 
-func raise(t *testing.T, gen *ids.Generator, e *domain.Endpoint, typ string) events.Event {
-	t.Helper()
-	ev, err := events.New(gen, time.Now(), events.Change{Type: typ, Account: e.Account(), Livemode: e.Livemode(), Object: map[string]string{"id": e.ID()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.Emit(ev)
-	return ev
-}
-
-// The events an endpoint raised are stored with it and published: on create, on update, and
-// on delete, after which the endpoint is gone.
+// The events an endpoint raised are rendered and stored with it, and published: on create, on
+// update (with the previous values of the fields the change rendered differently), and on
+// delete, after which the endpoint is gone. Each names the request of the write's context, and
+// none without one (the service's own work).
 func TestEndpointEventsArePublished(t *testing.T) {
 	t.Parallel()
 	queue := &outboxtest.Queue{}
 	relay := outboxtest.NewRelay(queue)
-	repo := mongo.NewRepository(servicetest.Store(t), relay, 0)
+	gen := ids.NewGenerator(nil)
+	emitter := &events.Emitter[*domain.Endpoint]{IDs: gen, Now: time.Now, Object: func(e *domain.Endpoint) any {
+		return map[string]any{"id": e.ID(), "status": e.Status(), "url": e.URL()}
+	}}
+	repo := mongo.NewRepository(servicetest.Store(t), relay, emitter, 0)
 	ctx := t.Context()
 	f := newFixture(t, repo)
-	e := f.endpoint(false, "outbox")
-	want := []string{raise(t, f.gen, e, "webhook_endpoint.created").ID}
-	if err := repo.Create(ctx, e); err != nil {
+	caused := events.CausedBy(ctx, identity.Identity{Account: f.account, RequestID: "req_1", IdempotencyKey: "key-1"})
+	e := f.endpoint(false, "outbox") // raises webhook_endpoint.created
+	if err := repo.Create(caused, e); err != nil {
 		t.Fatal(err)
 	}
-	for _, change := range []func(*domain.Endpoint){(*domain.Endpoint).Disable, (*domain.Endpoint).Delete} {
-		if _, err := repo.Update(ctx, e.ID(), f.account, false, func(e *domain.Endpoint) error {
-			change(e)
-			want = append(want, raise(t, f.gen, e, "webhook_endpoint.updated").ID)
-			return nil
-		}); err != nil {
-			t.Fatal(err)
+	if _, err := repo.UpdateAny(ctx, e.ID(), func(e *domain.Endpoint) error {
+		if changed, disabled := e.DeliveryFailed(time.Now().Add(-time.Hour), time.Minute); !changed || disabled {
+			t.Fatalf("first failure: changed %v, disabled %v", changed, disabled)
 		}
+		return nil // nothing shown changed, no event
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := repo.UpdateAny(ctx, e.ID(), func(e *domain.Endpoint) error {
+		if !e.DeliveryGone() {
+			t.Fatal("DeliveryGone did not disable an enabled endpoint")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	url := "https://example.com/moved"
+	if _, err := repo.Update(caused, e.ID(), f.account, false, func(e *domain.Endpoint) error {
+		return e.Update(domain.Changes{URL: &url})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := repo.Update(caused, e.ID(), f.account, false, func(e *domain.Endpoint) error {
+		e.Delete()
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 	relay.Wait()
 	relay.Sweep(ctx)
-	if got := queue.IDs(); !slices.Equal(got, want) {
-		t.Fatalf("published %v, want %v", got, want)
+	published := queue.Events()
+	type want struct {
+		typ, previous string
+		request       bool
+	}
+	wants := []want{
+		{"webhook_endpoint.created", "", true},
+		{"webhook_endpoint.disabled", `{"status":"enabled"}`, false},
+		{"webhook_endpoint.updated", `{"url":"https://example.com/hooks"}`, true},
+		{"webhook_endpoint.deleted", "", true},
+	}
+	if len(published) != len(wants) {
+		t.Fatalf("published %+v, want %v", published, wants)
+	}
+	for i, w := range wants {
+		ev := published[i]
+		if ev.Type != w.typ || string(ev.Data.PreviousAttributes) != w.previous || ev.Account != f.account {
+			t.Fatalf("event %d: %s %s, want %+v", i, ev.Type, ev.Data.PreviousAttributes, w)
+		}
+		if named := ev.Request.ID != nil && *ev.Request.ID == "req_1" && ev.Request.IdempotencyKey != nil && *ev.Request.IdempotencyKey == "key-1"; named != w.request ||
+			(!w.request && (ev.Request.ID != nil || ev.Request.IdempotencyKey != nil)) {
+			t.Fatalf("event %d (%s) names request %+v", i, ev.Type, ev.Request)
+		}
 	}
 	if _, err := repo.Get(ctx, e.ID(), f.account, false); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("Get of a deleted endpoint: %v", err)
@@ -65,7 +102,7 @@ func TestSubscribed(t *testing.T) {
 	for _, ttl := range []time.Duration{0, time.Hour} {
 		t.Run(fmt.Sprintf("cache=%s", ttl), func(t *testing.T) {
 			t.Parallel()
-			repo := mongo.NewRepository(db, newRelay(), ttl)
+			repo := mongo.NewRepository(db, newRelay(), nil, ttl)
 			ctx := t.Context()
 			f := newFixture(t, repo)
 			// With the cache on, the first read loads it, so what follows is applied to it.
@@ -116,8 +153,8 @@ func TestEndpointCache(t *testing.T) {
 	t.Parallel()
 	db := servicetest.Store(t)
 	const ttl = 300 * time.Millisecond
-	repo := mongo.NewRepository(db, newRelay(), ttl)
-	other := mongo.NewRepository(db, newRelay(), 0) // another process
+	repo := mongo.NewRepository(db, newRelay(), nil, ttl)
+	other := mongo.NewRepository(db, newRelay(), nil, 0) // another process
 	ctx := t.Context()
 	f := newFixture(t, repo)
 	e := f.create(false, "cached")
@@ -165,7 +202,7 @@ func TestEndpointCache(t *testing.T) {
 
 func TestEndpointDeliveryStateRoundTrips(t *testing.T) {
 	t.Parallel()
-	repo := mongo.NewRepository(servicetest.Store(t), newRelay(), 0)
+	repo := mongo.NewRepository(servicetest.Store(t), newRelay(), nil, 0)
 	ctx := t.Context()
 	f := newFixture(t, repo)
 	e := f.create(false, "state")

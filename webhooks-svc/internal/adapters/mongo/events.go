@@ -21,9 +21,10 @@ import (
 // EventsCollection is the name of the event store.
 const EventsCollection = "events"
 
-// Events implements domain.EventRepository.
+// Events implements domain.EventRepository. Event records raise no events of their own.
 type Events struct {
-	docs *docstore.Collection[eventDoc]
+	docs    *docstore.Collection[eventDoc]
+	records docstore.Aggregates[eventDoc, *domain.EventRecord]
 }
 
 var _ domain.EventRepository = (*Events)(nil)
@@ -34,11 +35,17 @@ const docCacheSize = 8192
 
 // NewEvents returns the event store of db.
 func NewEvents(db *docstore.DB) *Events {
-	return &Events{docs: docstore.NewCollection[eventDoc](db, EventsCollection, docstore.Options{
+	docs := docstore.NewCollection[eventDoc](db, EventsCollection, docstore.Options{
 		NotFound: domain.EventNotFound,
 		Conflict: domainerr.LockTimeout("event"),
 		Cache:    docCacheSize,
-	})}
+	})
+	return &Events{docs: docs, records: docstore.Aggregates[eventDoc, *domain.EventRecord]{
+		Docs:     docs,
+		NotFound: domain.EventNotFound,
+		Of:       eventDoc.record,
+		Set:      storeEvent,
+	}}
 }
 
 // EnsureIndexes declares the list indexes (account and mode, then each filter, then _id for the
@@ -98,6 +105,9 @@ func toEventDoc(r *domain.EventRecord) eventDoc {
 	}
 }
 
+// storeEvent stores rec in d (the store keeps d's version).
+func storeEvent(d *eventDoc, rec *domain.EventRecord) { *d = toEventDoc(rec) }
+
 func (d eventDoc) record() *domain.EventRecord {
 	e := d.Doc.Event()
 	e.ID = d.Meta.ID
@@ -112,7 +122,7 @@ func (d eventDoc) record() *domain.EventRecord {
 
 // Insert implements domain.EventRepository.
 func (r *Events) Insert(ctx context.Context, rec *domain.EventRecord) (bool, error) {
-	return r.docs.Insert(ctx, toEventDoc(rec))
+	return r.records.Insert(ctx, rec)
 }
 
 // OwnedBy implements docstore.Owned.
@@ -122,20 +132,12 @@ func (d eventDoc) OwnedBy(account string, livemode bool) bool {
 
 // Get implements domain.EventRepository.
 func (r *Events) Get(ctx context.Context, id, account string, livemode bool) (*domain.EventRecord, error) {
-	d, err := docstore.GetOwned(ctx, r.docs, id, account, livemode, domain.EventNotFound)
-	if err != nil {
-		return nil, err
-	}
-	return d.record(), nil
+	return r.records.Get(ctx, id, account, livemode)
 }
 
 // Load implements domain.EventRepository.
 func (r *Events) Load(ctx context.Context, id string) (*domain.EventRecord, error) {
-	d, err := r.docs.Get(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	return d.record(), nil
+	return r.records.Load(ctx, id)
 }
 
 // Event implements domain.EventRepository.
@@ -185,12 +187,10 @@ func (r *Events) SetDeliveryStatuses(ctx context.Context, event string, statuses
 	if len(statuses) == 0 {
 		return nil
 	}
-	_, err := r.docs.Update(ctx, event, func(d *eventDoc) error {
-		rec := d.record()
+	_, err := r.records.UpdateAny(ctx, event, func(rec *domain.EventRecord) error {
 		for del, st := range statuses {
 			rec.SetStatus(del, st)
 		}
-		*d = toEventDoc(rec)
 		return nil
 	})
 	return err

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"rentalplatform/libs/events"
+	"rentalplatform/libs/events/eventstest"
 	"rentalplatform/libs/ids"
 	"rentalplatform/libs/listing"
 	"rentalplatform/libs/servicetest"
@@ -37,7 +38,7 @@ func (f *eventFixture) insert(typ string, created time.Time, livemode bool, n in
 	f.t.Helper()
 	key := "idem"
 	req := "req_1"
-	ev, err := events.New(f.gen, created, events.Change{Type: typ, Account: f.account, Livemode: livemode,
+	ev, err := eventstest.New(f.gen, created, eventstest.Change{Type: typ, Account: f.account, Livemode: livemode,
 		Object: map[string]any{"id": "obj", "nested": map[string]int{"b": 2, "a": 1}}, Previous: map[string]any{"status": "x"}})
 	if err != nil {
 		f.t.Fatal(err)

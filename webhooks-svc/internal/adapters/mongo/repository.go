@@ -16,6 +16,7 @@ import (
 
 	"rentalplatform/libs/docstore"
 	"rentalplatform/libs/domainerr"
+	"rentalplatform/libs/events"
 	"rentalplatform/libs/eventtype"
 	"rentalplatform/libs/listing"
 	"rentalplatform/libs/outbox"
@@ -28,7 +29,8 @@ const Collection = "webhook_endpoints"
 
 // Repository implements domain.Repository.
 type Repository struct {
-	docs *docstore.Collection[document]
+	docs       *docstore.Collection[document]
+	aggregates docstore.Aggregates[document, *domain.Endpoint]
 	// byAccount keeps each account's endpoints in memory for the delivery path (Subscribed
 	// and Cached); nil: they read the store.
 	byAccount *docstore.ReadModel[document, scope]
@@ -45,15 +47,23 @@ const cachedScopes = 10_000
 
 var _ domain.Repository = (*Repository)(nil)
 
-// NewRepository returns the endpoint store of db; relay publishes the events endpoints raise.
-// cacheTTL is how long Subscribed and Cached may answer from memory before reading the store
-// again (docstore.ReadModel); 0 turns the cache off.
-func NewRepository(db *docstore.DB, relay *outbox.Relay, cacheTTL time.Duration) *Repository {
+// NewRepository returns the endpoint store of db; emitter renders the events endpoints raise
+// (nil: none are stored) and relay publishes them. cacheTTL is how long Subscribed and Cached
+// may answer from memory before reading the store again (docstore.ReadModel); 0 turns the
+// cache off.
+func NewRepository(db *docstore.DB, relay *outbox.Relay, emitter events.Renderer[*domain.Endpoint], cacheTTL time.Duration) *Repository {
 	r := &Repository{docs: docstore.NewCollection[document](db, Collection, docstore.Options{
 		NotFound: domain.EndpointNotFound,
 		Conflict: domainerr.LockTimeout("webhook endpoint"),
 		Outbox:   relay,
 	})}
+	r.aggregates = docstore.Aggregates[document, *domain.Endpoint]{
+		Docs:     r.docs,
+		NotFound: domain.EndpointNotFound,
+		Of:       document.endpoint,
+		Set:      (*document).set,
+		Events:   emitter,
+	}
 	if cacheTTL > 0 {
 		r.byAccount = docstore.NewReadModel(r.docs, cacheTTL, cachedScopes,
 			func(d *document) scope { return scope{d.Account, d.Livemode} }, r.load)
@@ -91,7 +101,7 @@ type document struct {
 	FailingSince          *time.Time        `bson:"failing_since,omitempty"`
 }
 
-// set stores e's state in d, and the events e raised in d's outbox.
+// set stores e's state in d (the store keeps d's version and outbox).
 func (d *document) set(e *domain.Endpoint) {
 	s := e.State()
 	md := docstore.MetadataOf(s.Metadata)
@@ -100,7 +110,6 @@ func (d *document) set(e *domain.Endpoint) {
 	d.Secret, d.PreviousSecret, d.PreviousSecretExpires = s.Secret, s.PreviousSecret, docstore.TimePtr(s.PreviousSecretExpires)
 	d.APIVersion, d.Description, d.Metadata = s.APIVersion, s.Description, md
 	d.Created, d.FailingSince, d.Deleted = s.Created.Unix(), docstore.TimePtr(s.FailingSince), s.Deleted
-	d.Raise(e.NewEvents()...)
 }
 
 func (d document) endpoint() *domain.Endpoint {
@@ -126,9 +135,7 @@ func (d document) endpoint() *domain.Endpoint {
 
 // Create implements domain.Repository.
 func (r *Repository) Create(ctx context.Context, e *domain.Endpoint) error {
-	var d document
-	d.set(e)
-	created, err := r.docs.Insert(ctx, d)
+	created, err := r.aggregates.Insert(ctx, e)
 	if err != nil {
 		return fmt.Errorf("insert webhook endpoint: %w", err)
 	}
@@ -145,17 +152,17 @@ func (d document) OwnedBy(account string, livemode bool) bool {
 
 // Get implements domain.Repository.
 func (r *Repository) Get(ctx context.Context, id, account string, livemode bool) (*domain.Endpoint, error) {
-	d, err := docstore.GetOwned(ctx, r.docs, id, account, livemode, domain.EndpointNotFound)
-	if err != nil {
-		return nil, err
-	}
-	return d.endpoint(), nil
+	return r.aggregates.Get(ctx, id, account, livemode)
 }
 
 // Update implements domain.Repository.
 func (r *Repository) Update(ctx context.Context, id, account string, livemode bool, fn func(*domain.Endpoint) error) (*domain.Endpoint, error) {
-	return docstore.UpdateOwned(ctx, r.docs, id, account, livemode, domain.EndpointNotFound,
-		document.endpoint, docstore.Infallible((*document).set), fn)
+	return r.aggregates.Update(ctx, id, account, livemode, fn)
+}
+
+// UpdateAny implements domain.Repository.
+func (r *Repository) UpdateAny(ctx context.Context, id string, fn func(*domain.Endpoint) error) (*domain.Endpoint, error) {
+	return r.aggregates.UpdateAny(ctx, id, fn)
 }
 
 // Cached implements domain.Repository: the endpoint from the cache, or from the store when the

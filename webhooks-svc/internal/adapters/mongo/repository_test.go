@@ -28,7 +28,7 @@ func newRelay() *outbox.Relay { return outboxtest.NewRelay(&outboxtest.Queue{}) 
 func TestRepositoryContract(t *testing.T) {
 	t.Parallel()
 	db := servicetest.Store(t)
-	if err := mongo.NewRepository(db, newRelay(), 0).EnsureIndexes(t.Context()); err != nil {
+	if err := mongo.NewRepository(db, newRelay(), nil, 0).EnsureIndexes(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	// Each case works under its own account, so the cases share one store and run in
@@ -37,7 +37,7 @@ func TestRepositoryContract(t *testing.T) {
 	for _, ttl := range []time.Duration{0, time.Hour} {
 		t.Run(fmt.Sprintf("cache=%s", ttl), func(t *testing.T) {
 			t.Parallel()
-			runContract(t, mongo.NewRepository(db, newRelay(), ttl))
+			runContract(t, mongo.NewRepository(db, newRelay(), nil, ttl))
 		})
 	}
 }

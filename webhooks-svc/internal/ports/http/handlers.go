@@ -84,6 +84,8 @@ func (h handlers) create(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	// Not the webhook_endpoint.created event's object (fiberx.Object): the answer alone shows
+	// the secret.
 	return c.JSON(render(e, true))
 }
 
@@ -130,7 +132,8 @@ func (h handlers) update(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(render(e, false))
+	// The webhook_endpoint.updated event's object, when the change raised one.
+	return fiberx.Object(c, e, EndpointObject)
 }
 
 func (h handlers) delete(c *fiber.Ctx) error {

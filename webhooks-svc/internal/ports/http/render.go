@@ -1,6 +1,11 @@
 package http
 
 import (
+	"time"
+
+	"rentalplatform/libs/events"
+	"rentalplatform/libs/ids"
+
 	"rentalplatform/webhooks-svc/internal/domain"
 )
 
@@ -26,8 +31,15 @@ type deleted struct {
 }
 
 // EndpointObject renders an endpoint as the API shows it after creation (without its secret):
-// the object of the webhook_endpoint.* events.
+// the object of the webhook_endpoint.* events (run.go's events.Emitter), and the answer of an
+// update.
 func EndpointObject(e *domain.Endpoint) any { return render(e, false) }
+
+// EndpointEvents renders the events endpoints raise, their object as this port answers it
+// (without the secret).
+func EndpointEvents(gen *ids.Generator, now func() time.Time) *events.Emitter[*domain.Endpoint] {
+	return &events.Emitter[*domain.Endpoint]{IDs: gen, Now: now, Object: EndpointObject}
+}
 
 func render(e *domain.Endpoint, withSecret bool) endpointJSON {
 	out := endpointJSON{
