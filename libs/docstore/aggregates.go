@@ -32,17 +32,16 @@ type Aggregates[D Owned, A any] struct {
 // of a Bracket). d is the document a was loaded from, not yet changed (its zero value for a
 // new aggregate): it gives the previous attributes of an update.
 func (m *Aggregates[D, A]) Put(ctx context.Context, d *D, a A) error {
+	var evs []events.Event
 	if m.Events != nil {
-		was := *d
-		evs, err := m.Events.Events(ctx, a, func() A { return m.Of(was) })
-		if err != nil {
+		// Events calls before, if at all, before it returns: d is not yet changed then.
+		var err error
+		if evs, err = m.Events.Events(ctx, a, func() A { return m.Of(*d) }); err != nil {
 			return err
 		}
-		m.Set(d, a)
-		metaOf(d).Raise(evs...)
-		return nil
 	}
 	m.Set(d, a)
+	metaOf(d).Raise(evs...)
 	return nil
 }
 
