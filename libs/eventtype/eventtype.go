@@ -108,7 +108,7 @@ var catalogue = newCatalogue()
 func newCatalogue() []Entry {
 	c := []Entry{
 		emitted(WebhookEndpointCreated, schemaEndpoint, "A webhook endpoint was created."),
-		emitted(WebhookEndpointUpdated, schemaEndpoint, "A webhook endpoint's URL, events, status, description, metadata or secret changed."),
+		emitted(WebhookEndpointUpdated, schemaEndpoint, "A webhook endpoint's URL, enabled events, status, description or metadata changed. Rotating its secret raises no event."),
 		emitted(WebhookEndpointDeleted, schemaEndpoint, "A webhook endpoint was deleted."),
 		emitted(WebhookEndpointDisabled, schemaEndpoint, "A webhook endpoint was disabled by the platform after deliveries kept failing."),
 
