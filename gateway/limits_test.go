@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,6 +35,35 @@ func TestGatewayRateLimits(t *testing.T) {
 	otherAccount := s.createKey(t, "acct_rl2", false)
 	live := s.createKey(t, "acct_rl", true)
 	url := s.public + "/v1/webhook_endpoints"
+
+	t.Run("header names as documented, on the wire", func(t *testing.T) {
+		// net/http canonicalises names it reads (Ratelimit-Limit), so the raw answer is read.
+		public := strings.TrimPrefix(s.public, "http://")
+		named := s.createKey(t, "acct_rlnames", false)
+		for _, tc := range []struct{ auth, want string }{
+			{"Authorization: Bearer " + *named.Secret + "\r\n", "\r\nRateLimit-Limit: 4\r\n"},
+			{"Authorization: Bearer " + *named.Secret + "\r\n", "\r\nRateLimit-Remaining: "},
+			{"Authorization: Bearer " + *named.Secret + "\r\n", "\r\nRateLimit-Reset: "},
+			{"", "\r\nWWW-Authenticate: Bearer "},
+			{"", "\r\nRequest-Id: req_"},
+		} {
+			conn, err := net.Dial("tcp", public)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+			_, _ = io.WriteString(conn, "GET /v1/webhook_endpoints HTTP/1.1\r\nHost: x\r\n"+tc.auth+"Connection: close\r\n\r\n")
+			raw, err := io.ReadAll(conn)
+			conn.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			head, _, _ := strings.Cut(string(raw), "\r\n\r\n")
+			if !strings.Contains(head+"\r\n", tc.want) {
+				t.Errorf("answer has no %q:\n%s", tc.want, head)
+			}
+		}
+	})
 
 	t.Run("burst, 429 with headers, recovery after Retry-After", func(t *testing.T) {
 		// Two keys of one account share its bucket.

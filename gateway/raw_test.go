@@ -373,3 +373,67 @@ func strictRequests(b []byte) []*http.Request {
 		}
 	}
 }
+
+// TestHeadAnswersAsGet sends HEAD then GET on one connection: the HEAD gets the GET's status
+// and headers without a body (a body would be read as the start of the next answer), on a
+// buffered route, a streamed download, a missing route and without a key.
+func TestHeadAnswersAsGet(t *testing.T) {
+	t.Parallel()
+	s := startStack(t, nil)
+	key := *s.createKey(t, "acct_head", false).Secret
+	public := s.proc.Addrs["public"]
+	for _, tc := range []struct {
+		path, key string
+		status    int
+	}{
+		{"/v1/events", key, 200},
+		{"/v1/collection_cases/dc_1/files/file_1/content", key, 200},
+		{"/v1/nope", key, 404},
+		{"/v1/events", "", 401},
+	} {
+		t.Run(fmt.Sprintf("%s %d", tc.path, tc.status), func(t *testing.T) {
+			auth := ""
+			if tc.key != "" {
+				auth = "Authorization: Bearer " + tc.key + "\r\n"
+			}
+			raw := "HEAD " + tc.path + " HTTP/1.1\r\nHost: x\r\n" + auth + "\r\n" +
+				"GET " + tc.path + " HTTP/1.1\r\nHost: x\r\n" + auth + "Connection: close\r\n\r\n"
+			conn, err := net.Dial("tcp", public)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+			if _, err := io.WriteString(conn, raw); err != nil {
+				t.Fatal(err)
+			}
+			br := bufio.NewReader(conn)
+			head, err := http.ReadResponse(br, &http.Request{Method: http.MethodHead})
+			if err != nil {
+				t.Fatalf("HEAD: %v", err)
+			}
+			head.Body.Close()
+			get, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("GET after HEAD (a body sent with the HEAD's answer shows here): %v", err)
+			}
+			body, err := io.ReadAll(get.Body)
+			get.Body.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if head.StatusCode != tc.status || get.StatusCode != tc.status {
+				t.Fatalf("HEAD %d, GET %d, want %d", head.StatusCode, get.StatusCode, tc.status)
+			}
+			// An error's message may name the method, so only a success's length is the GET's.
+			sameLength := tc.status != 200 || head.ContentLength == int64(len(body))
+			if !sameLength || head.ContentLength <= 0 || head.Header.Get("Content-Type") != get.Header.Get("Content-Type") {
+				t.Fatalf("HEAD says %d bytes of %q, GET sent %d of %q", head.ContentLength, head.Header.Get("Content-Type"),
+					len(body), get.Header.Get("Content-Type"))
+			}
+			if !ids.Valid(ids.Request, head.Header.Get("Request-Id")) {
+				t.Fatalf("HEAD without a Request-Id: %v", head.Header)
+			}
+		})
+	}
+}

@@ -177,8 +177,12 @@ func (p *public) serve(c *fiber.Ctx) error {
 		// A constant from here on: c.Method() points into a buffer the connection's next
 		// request reuses, and the forward's span keeps the method past this request.
 		method = fiberx.KnownMethod(method)
+	case fiber.MethodHead:
+		// HEAD is GET without the body (RFC 9110 §9.3.2): the service answers a GET, so the
+		// headers are the GET's, and fasthttp leaves the body out of a HEAD's answer.
+		method = fiber.MethodGet
 	default:
-		c.Set(fiber.HeaderAllow, "GET, POST, DELETE")
+		c.Set(fiber.HeaderAllow, allowedMethods)
 		return methodNotAllowed(method, path)
 	}
 	if write := method != fiber.MethodGet; !key.Allows(rt.resource, write) {

@@ -22,6 +22,9 @@ const (
 	requestHeaderFieldsTooBig = 431
 )
 
+// allowedMethods is the Allow header of a 405: what the public API answers.
+const allowedMethods = "GET, HEAD, POST, DELETE"
+
 // guardServer covers what Fiber answers before any middleware runs, so that these answers,
 // too, carry a Request-Id and the error envelope:
 //
@@ -35,6 +38,11 @@ func guardServer(app *fiber.App, gen *ids.Generator) {
 	srv := app.Server()
 	inner := srv.Handler
 	srv.Handler = func(ctx *fasthttp.RequestCtx) {
+		// Header names go out as written (RateLimit-Limit, WWW-Authenticate), not as fasthttp
+		// would normalise them (Ratelimit-Limit, Www-Authenticate): names are case-insensitive,
+		// but clients and docs match them by eye. Request headers stay normalised, so that
+		// lookups of what clients send in any case still work.
+		ctx.Response.Header.DisableNormalizing()
 		if e := checkFraming(&ctx.Request.Header); e != nil {
 			writeRaw(ctx, gen, e)
 			return
@@ -46,7 +54,7 @@ func guardServer(app *fiber.App, gen *ids.Generator) {
 		if !knownMethod(ctx.Method()) {
 			writeRaw(ctx, gen, apierr.New(fiber.StatusMethodNotAllowed, apierr.InvalidRequest, apierr.CodeMethodNotAllowed,
 				fmt.Sprintf("Method %q is not allowed.", ctx.Method())))
-			ctx.Response.Header.Set(fiber.HeaderAllow, "GET, POST, DELETE")
+			ctx.Response.Header.Set(fiber.HeaderAllow, allowedMethods)
 			return
 		}
 		inner(ctx)
