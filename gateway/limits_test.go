@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,27 +39,25 @@ func TestGatewayRateLimits(t *testing.T) {
 		// net/http canonicalises names it reads (Ratelimit-Limit), so the raw answer is read.
 		public := strings.TrimPrefix(s.public, "http://")
 		named := s.createKey(t, "acct_rlnames", false)
-		for _, tc := range []struct{ auth, want string }{
-			{"Authorization: Bearer " + *named.Secret + "\r\n", "\r\nRateLimit-Limit: 4\r\n"},
-			{"Authorization: Bearer " + *named.Secret + "\r\n", "\r\nRateLimit-Remaining: "},
-			{"Authorization: Bearer " + *named.Secret + "\r\n", "\r\nRateLimit-Reset: "},
-			{"", "\r\nWWW-Authenticate: Bearer "},
-			{"", "\r\nRequest-Id: req_"},
+		for _, tc := range []struct {
+			auth  string
+			wants []string
+		}{
+			{"Authorization: Bearer " + *named.Secret + "\r\n",
+				[]string{"\r\nRateLimit-Limit: 4\r\n", "\r\nRateLimit-Remaining: ", "\r\nRateLimit-Reset: ", "\r\nRequest-Id: req_"}},
+			{"", []string{"\r\nWWW-Authenticate: Bearer ", "\r\nRequest-Id: req_"}},
 		} {
-			conn, err := net.Dial("tcp", public)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
-			_, _ = io.WriteString(conn, "GET /v1/webhook_endpoints HTTP/1.1\r\nHost: x\r\n"+tc.auth+"Connection: close\r\n\r\n")
+			conn := sendRaw(t, public, "GET /v1/webhook_endpoints HTTP/1.1\r\nHost: x\r\n"+tc.auth+"Connection: close\r\n\r\n")
 			raw, err := io.ReadAll(conn)
 			conn.Close()
 			if err != nil {
 				t.Fatal(err)
 			}
 			head, _, _ := strings.Cut(string(raw), "\r\n\r\n")
-			if !strings.Contains(head+"\r\n", tc.want) {
-				t.Errorf("answer has no %q:\n%s", tc.want, head)
+			for _, want := range tc.wants {
+				if !strings.Contains(head+"\r\n", want) {
+					t.Errorf("answer has no %q:\n%s", want, head)
+				}
 			}
 		}
 	})

@@ -24,15 +24,8 @@ import (
 // sends bytes that are not a response.
 func rawExchange(t testing.TB, addr, raw string) []*http.Response {
 	t.Helper()
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := sendRaw(t, addr, raw)
 	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := io.WriteString(conn, raw); err != nil {
-		t.Fatal(err)
-	}
 	// Nothing more is coming: a server waiting for the rest of a request sees the end now.
 	_ = conn.(*net.TCPConn).CloseWrite()
 	out, err := readResponses(bufio.NewReader(conn))
@@ -40,6 +33,22 @@ func rawExchange(t testing.TB, addr, raw string) []*http.Response {
 		t.Fatalf("after %d responses %v: %v", len(out), statuses(out), err)
 	}
 	return out
+}
+
+// sendRaw opens a connection to addr, with a deadline of 10 s for everything on it, and writes
+// raw bytes to it. The caller closes it.
+func sendRaw(t testing.TB, addr, raw string) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(conn, raw); err != nil {
+		conn.Close()
+		t.Fatal(err)
+	}
+	return conn
 }
 
 // readResponses reads responses until the connection ends: cleanly (io.EOF), or reset after an
@@ -398,15 +407,8 @@ func TestHeadAnswersAsGet(t *testing.T) {
 			}
 			raw := "HEAD " + tc.path + " HTTP/1.1\r\nHost: x\r\n" + auth + "\r\n" +
 				"GET " + tc.path + " HTTP/1.1\r\nHost: x\r\n" + auth + "Connection: close\r\n\r\n"
-			conn, err := net.Dial("tcp", public)
-			if err != nil {
-				t.Fatal(err)
-			}
+			conn := sendRaw(t, public, raw)
 			defer conn.Close()
-			_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
-			if _, err := io.WriteString(conn, raw); err != nil {
-				t.Fatal(err)
-			}
 			br := bufio.NewReader(conn)
 			head, err := http.ReadResponse(br, &http.Request{Method: http.MethodHead})
 			if err != nil {
