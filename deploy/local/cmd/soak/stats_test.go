@@ -76,6 +76,9 @@ func TestChecks(t *testing.T) {
 			got := map[string]bool{}
 			for _, c := range checks(tc.rows, tc.undelivered) {
 				got[c.name] = c.pass
+				if c.info != (c.name == "RSS flat "+hostName) {
+					t.Errorf("%s: info %v", c.name, c.info)
+				}
 			}
 			if _, ok := got["goroutines flat "+hostName]; ok {
 				t.Errorf("the host's goroutines are checked")
