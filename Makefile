@@ -15,7 +15,7 @@ IMAGE_TAG ?= dev
 # version is the one its go.mod requires.
 COMPOSE_VERSION := $(shell awk '$$1=="require" && $$2=="github.com/docker/compose/v2" {print $$3}' deploy/compose/tools/go.mod)
 
-.PHONY: help run test bench lint fuzz tidy images compose-tool compose-test k8s generate npm-api npm-ts
+.PHONY: help run test bench soak lint fuzz tidy images compose-tool compose-test k8s generate npm-api npm-ts
 
 help: ## Show this help
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -36,6 +36,12 @@ test: ## Run every module's tests with -race (uses REDIS_URL / MONGODB_URI when 
 BENCH_FLAGS ?=
 bench: ## Start the platform and print load and latency figures (the edge: gateway vs nginx vs a bare Fiber proxy, allocations per request; gateway vs direct; event to delivery; verification sessions: create latency, expiry; payments: collection rate, create latency, scheduled retries' memory; collections: filtered list over 10,000 cases, concurrent uploads and memory). One section: make bench BENCH_FLAGS='-only gateway'
 	go run ./deploy/local/cmd/bench $(BENCH_FLAGS)
+
+# SOAK_FLAGS are the soak driver's (go run ./deploy/local/cmd/soak -h): make soak SOAK_FLAGS='-duration 30m -rate 20'.
+# It exits 1 when a target is missed.
+SOAK_FLAGS ?=
+soak: ## Start the platform and run a steady mixed load through the gateway (10 min, half the measured capacity): per minute errors, p50/p99, deliveries, each program's RSS and goroutines; PASS/FAIL on the targets (0 errors, p99 and memory flat after warm-up); plots in bin/soak
+	go run ./deploy/local/cmd/soak $(SOAK_FLAGS)
 
 lint: npm-api ## gofmt, go vet, staticcheck when installed, and Redocly CLI on the API's OpenAPI documents
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

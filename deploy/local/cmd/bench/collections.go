@@ -13,17 +13,14 @@ package main
 //	    kernel's high-water mark VmHWM, Linux only).
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"mime/multipart"
 	"net/http"
 	"os"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,6 +28,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"rentalplatform/deploy/local/internal/load"
 	"rentalplatform/deploy/local/stack"
 )
 
@@ -43,7 +41,7 @@ func benchCollections(ctx context.Context, st *stack.Stack, s settings, getenv f
 		return fmt.Errorf("creating the collections bench key: %d %v %v", status, res, err)
 	}
 	key, _ := res["secret"].(string)
-	api := apiClient{base: st.GatewayURL, key: key, client: newClient(64)}
+	api := load.API{Base: st.GatewayURL, Key: key, Client: load.NewClient(64)}
 	store := "embedded FerretDB v1.24 (SQLite)"
 	if getenv("MONGODB_URI") != "" {
 		store = "MongoDB at MONGODB_URI"
@@ -63,7 +61,7 @@ func benchCollections(ctx context.Context, st *stack.Stack, s settings, getenv f
 	return nil
 }
 
-func benchCaseList(ctx context.Context, api apiClient, n int, stdout io.Writer) error {
+func benchCaseList(ctx context.Context, api load.API, n int, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "\n(a) %d collection cases of one account, then GET /v1/collection_cases?status=active&debtor_country=DE\n", n)
 	start := time.Now()
 	var next, paused atomic.Int64
@@ -80,11 +78,11 @@ func benchCaseList(ctx context.Context, api apiClient, n int, stdout io.Writer) 
 				body := fmt.Sprintf(`{"amount_to_recover":%d,"currency":"eur","due_date":"2026-01-31","creditor_reference":"INV-%d",`+
 					`"debtor":{"type":%q,"name":"Debtor %d","address":{"line1":"1 Main St","city":"City","postal_code":"1000","country":%q},"country":%q}}`,
 					10000+i, i, []string{"company", "private"}[i%2], i, country, country)
-				raw, err := api.call(fasthttp.MethodPost, "/v1/collection_cases", body)
+				raw, err := api.Call(fasthttp.MethodPost, "/v1/collection_cases", body)
 				if err == nil && i%10 == 3 {
 					var c struct{ ID string }
 					_ = json.Unmarshal(raw, &c)
-					_, err = api.call(fasthttp.MethodPost, "/v1/collection_cases/"+c.ID+"/pause", "")
+					_, err = api.Call(fasthttp.MethodPost, "/v1/collection_cases/"+c.ID+"/pause", "")
 					paused.Add(1)
 				}
 				if err != nil {
@@ -107,7 +105,7 @@ func benchCaseList(ctx context.Context, api apiClient, n int, stdout io.Writer) 
 
 	// Matches: active (nine in ten) with country DE (one in ten).
 	query := "/v1/collection_cases?status=active&debtor_country=DE"
-	first, err := api.call(fasthttp.MethodGet, query+"&limit=100", "")
+	first, err := api.Call(fasthttp.MethodGet, query+"&limit=100", "")
 	if err != nil {
 		return err
 	}
@@ -128,13 +126,13 @@ func benchCaseList(ctx context.Context, api apiClient, n int, stdout io.Writer) 
 		lat := make([]time.Duration, 0, reads)
 		for range reads {
 			t0 := time.Now()
-			if _, err := api.call(fasthttp.MethodGet, run.path, ""); err != nil {
+			if _, err := api.Call(fasthttp.MethodGet, run.path, ""); err != nil {
 				return err
 			}
 			lat = append(lat, time.Since(t0))
 		}
 		slices.Sort(lat)
-		fmt.Fprintf(stdout, "    %-36s %d reads one at a time: p50 %s  p99 %s  max %s\n", run.name+":", reads, ms(pct(lat, 50)), ms(pct(lat, 99)), ms(lat[len(lat)-1]))
+		fmt.Fprintf(stdout, "    %-36s %d reads one at a time: p50 %s  p99 %s  max %s\n", run.name+":", reads, load.Ms(load.Pct(lat, 50)), load.Ms(load.Pct(lat, 99)), load.Ms(lat[len(lat)-1]))
 	}
 	fmt.Fprintf(stdout, "    collection_cases: %d documents, all of this account; %d of them created to match the filter (counted as created, not read back)\n", n, matching(n))
 	return nil
@@ -151,14 +149,14 @@ func matching(n int) int {
 	return m
 }
 
-func benchUploads(ctx context.Context, st *stack.Stack, api apiClient, uploads, mib int, stdout io.Writer) error {
+func benchUploads(ctx context.Context, st *stack.Stack, api load.API, uploads, mib int, stdout io.Writer) error {
 	pid := 0
 	for _, p := range st.Programs() {
 		if p.Name == "collections-svc" {
 			pid = p.PID
 		}
 	}
-	raw, err := api.call(fasthttp.MethodPost, "/v1/collection_cases", `{"amount_to_recover":100,"currency":"eur","due_date":"2026-01-31",`+
+	raw, err := api.Call(fasthttp.MethodPost, "/v1/collection_cases", `{"amount_to_recover":100,"currency":"eur","due_date":"2026-01-31",`+
 		`"debtor":{"type":"private","name":"Upload Bench","address":{"line1":"1 St","city":"C","postal_code":"1","country":"DE"},"country":"DE"}}`)
 	if err != nil {
 		return err
@@ -172,9 +170,9 @@ func benchUploads(ctx context.Context, st *stack.Stack, api apiClient, uploads, 
 		req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 		defer fasthttp.ReleaseRequest(req)
 		defer fasthttp.ReleaseResponse(resp)
-		req.SetRequestURI(api.base + "/v1/collection_cases/" + c.ID + "/files")
+		req.SetRequestURI(api.Base + "/v1/collection_cases/" + c.ID + "/files")
 		req.Header.SetMethod(fasthttp.MethodPost)
-		req.Header.Set("Authorization", "Bearer "+api.key)
+		req.Header.Set("Authorization", "Bearer "+api.Key)
 		req.Header.SetContentType(contentType)
 		req.SetBodyRaw(body)
 		if err := client.Do(req, resp); err != nil {
@@ -187,8 +185,8 @@ func benchUploads(ctx context.Context, st *stack.Stack, api apiClient, uploads, 
 	}
 
 	fmt.Fprintf(stdout, "\n(b) uploads through the gateway into GridFS; collections-svc (pid %d) resident memory from /proc\n", pid)
-	idle := readRSS(pid)
-	fmt.Fprintf(stdout, "    before: VmRSS %s, VmHWM %s\n", mibs(idle.rss), mibs(idle.hwm))
+	idle := load.ReadRSS(pid)
+	fmt.Fprintf(stdout, "    before: VmRSS %s, VmHWM %s\n", load.MiBs(idle.RSS), load.MiBs(idle.HWM))
 
 	for _, run := range []struct {
 		name  string
@@ -207,7 +205,7 @@ func benchUploads(ctx context.Context, st *stack.Stack, api apiClient, uploads, 
 			for j := 9; j < len(file); j += 4096 {
 				file[j] = byte(i + j)
 			}
-			bodies[i], types[i] = multipartFile(file)
+			bodies[i], types[i] = load.MultipartFile(file, "bench.pdf")
 		}
 		runtime.GC()
 		peak := &rssPeak{pid: pid}
@@ -226,48 +224,13 @@ func benchUploads(ctx context.Context, st *stack.Stack, api apiClient, uploads, 
 				return err
 			}
 		}
-		after := readRSS(pid)
+		after := load.ReadRSS(pid)
 		total := float64(run.n*run.bytes) / (1 << 20)
 		fmt.Fprintf(stdout, "    %-30s %.0f MiB in %s: %.1f MiB/s; peak VmRSS %s (sampled), VmHWM %s\n",
-			run.name+":", total, took.Round(time.Millisecond), total/took.Seconds(), mibs(peak.max()), mibs(after.hwm))
+			run.name+":", total, took.Round(time.Millisecond), total/took.Seconds(), load.MiBs(peak.max()), load.MiBs(after.HWM))
 	}
 	fmt.Fprintf(stdout, "    case_file_contents: %d files uploaded to GridFS by this section (255 KiB chunks)\n", 1+uploads)
 	return nil
-}
-
-// multipartFile is an upload body: the file part, then document_type.
-func multipartFile(file []byte) ([]byte, string) {
-	var b bytes.Buffer
-	w := multipart.NewWriter(&b)
-	fw, _ := w.CreateFormFile("file", "bench.pdf")
-	_, _ = fw.Write(file)
-	_ = w.WriteField("document_type", "miscellaneous")
-	_ = w.Close()
-	return b.Bytes(), w.FormDataContentType()
-}
-
-type rss struct{ rss, hwm int64 } // bytes; 0 where /proc does not tell
-
-// readRSS reads VmRSS and VmHWM of pid from /proc (Linux).
-func readRSS(pid int) rss {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return rss{}
-	}
-	var out rss
-	for _, line := range strings.Split(string(b), "\n") {
-		name, value, ok := strings.Cut(line, ":")
-		if !ok || (name != "VmRSS" && name != "VmHWM") {
-			continue
-		}
-		kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
-		if name == "VmRSS" {
-			out.rss = kb << 10
-		} else {
-			out.hwm = kb << 10
-		}
-	}
-	return out
 }
 
 // rssPeak keeps the largest VmRSS sampled.
@@ -284,7 +247,7 @@ func (p *rssPeak) sample(every time.Duration) (stop func()) {
 		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
-			if r := readRSS(p.pid).rss; r > 0 {
+			if r := load.ReadRSS(p.pid).RSS; r > 0 {
 				p.mu.Lock()
 				p.peak = max(p.peak, r)
 				p.mu.Unlock()
@@ -303,13 +266,6 @@ func (p *rssPeak) max() int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.peak
-}
-
-func mibs(b int64) string {
-	if b == 0 {
-		return "n/a"
-	}
-	return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
 }
 
 // loadAverage is the first field of /proc/loadavg ("n/a" elsewhere).

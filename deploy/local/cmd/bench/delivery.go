@@ -11,9 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/valyala/fasthttp"
-
 	"rentalplatform/deploy/local/e2e/receiver"
+	"rentalplatform/deploy/local/internal/load"
 	"rentalplatform/deploy/local/stack"
 )
 
@@ -24,13 +23,13 @@ import (
 func benchDeliveries(ctx context.Context, st *stack.Stack, s settings, stdout io.Writer) error {
 	rcv := receiver.Start()
 	defer rcv.Close()
-	api := apiClient{base: st.GatewayURL, key: st.DevAPIKey, client: newClient(512)}
+	api := load.API{Base: st.GatewayURL, Key: st.DevAPIKey, Client: load.NewClient(512)}
 
 	// Updates are spread over several source endpoints: updates of one endpoint are applied one
 	// after the other, and the benchmark is about delivery, not about one document's lock.
 	var sources []string
 	for i := 0; i < 50; i++ {
-		id, err := api.createEndpoint(fmt.Sprintf("https://example.com/source-%d", i), "payment_request.failed")
+		id, err := api.CreateEndpoint(fmt.Sprintf("https://example.com/source-%d", i), "payment_request.failed")
 		if err != nil {
 			return err
 		}
@@ -44,7 +43,7 @@ func benchDeliveries(ctx context.Context, st *stack.Stack, s settings, stdout io
 	fmt.Fprintf(stdout, "\nEvent to delivery (webhook_endpoint.updated → local TLS receiver):\n")
 	fmt.Fprintf(stdout, "  Redis at idle (all pollers): %.0f commands/s\n", idle)
 
-	latSub, err := api.createEndpoint(rcv.URL()+"/latency", "webhook_endpoint.updated")
+	latSub, err := api.CreateEndpoint(rcv.URL()+"/latency", "webhook_endpoint.updated")
 	if err != nil {
 		return err
 	}
@@ -54,14 +53,14 @@ func benchDeliveries(ctx context.Context, st *stack.Stack, s settings, stdout io
 	}
 	slices.Sort(lat)
 	fmt.Fprintf(stdout, "  %d events/s for %s, 1 endpoint: p50 %s  p95 %s  p99 %s  max %s  (targets p50 ≤ 50ms, p99 ≤ 250ms)  missing %d\n",
-		s.eventRate, s.duration, ms(pct(lat, 50)), ms(pct(lat, 95)), ms(pct(lat, 99)), ms(pct(lat, 100)), missing)
-	if err := api.delete(latSub); err != nil {
+		s.eventRate, s.duration, load.Ms(load.Pct(lat, 50)), load.Ms(load.Pct(lat, 95)), load.Ms(load.Pct(lat, 99)), load.Ms(load.Pct(lat, 100)), missing)
+	if err := api.Delete(latSub); err != nil {
 		return err
 	}
 
 	const subscribers = 20
 	for i := 0; i < subscribers; i++ {
-		if _, err := api.createEndpoint(fmt.Sprintf("%s/fanout-%d", rcv.URL(), i), "webhook_endpoint.updated"); err != nil {
+		if _, err := api.CreateEndpoint(fmt.Sprintf("%s/fanout-%d", rcv.URL(), i), "webhook_endpoint.updated"); err != nil {
 			return err
 		}
 	}
@@ -79,14 +78,14 @@ func benchDeliveries(ctx context.Context, st *stack.Stack, s settings, stdout io
 	fmt.Fprintf(stdout, "  %d events/s × %d endpoints for %s: %d deliveries in %s = %.0f deliveries/s (target ≥ 1000)\n",
 		rate, subscribers, s.duration, delivered, elapsed.Round(time.Millisecond), float64(delivered)/elapsed.Seconds())
 	fmt.Fprintf(stdout, "    latency p50 %s  p99 %s  max %s  missing %d; Redis %.0f commands/s under load\n",
-		ms(pct(tlat, 50)), ms(pct(tlat, 99)), ms(pct(tlat, 100)), missing, float64(after-before)/elapsed.Seconds())
+		load.Ms(load.Pct(tlat, 50)), load.Ms(load.Pct(tlat, 99)), load.Ms(load.Pct(tlat, 100)), missing, float64(after-before)/elapsed.Seconds())
 	return nil
 }
 
 // causeAndMeasure updates the sources at rate per second for d, each update with a unique
 // description, waits for every expected delivery (perEvent per update) on paths starting with
 // pathPrefix, and returns each delivery's latency from its update's response.
-func causeAndMeasure(ctx context.Context, api apiClient, rcv *receiver.Receiver, sources []string, pathPrefix string, perEvent, rate int, d time.Duration) ([]time.Duration, int, error) {
+func causeAndMeasure(ctx context.Context, api load.API, rcv *receiver.Receiver, sources []string, pathPrefix string, perEvent, rate int, d time.Duration) ([]time.Duration, int, error) {
 	tag := strconv.FormatInt(time.Now().UnixNano(), 36)
 	before := rcv.Count("")
 	interval := time.Second / time.Duration(rate)
@@ -103,7 +102,7 @@ func causeAndMeasure(ctx context.Context, api apiClient, rcv *receiver.Receiver,
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			err := api.update(sources[i%len(sources)], fmt.Sprintf("%s-%d", tag, i))
+			err := api.Update(sources[i%len(sources)], fmt.Sprintf("%s-%d", tag, i))
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -172,17 +171,6 @@ func rcvPaths(rcv *receiver.Receiver, prefix string, n int) []string {
 	return out
 }
 
-func pct(sorted []time.Duration, p int) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := len(sorted) * p / 100
-	if i >= len(sorted) {
-		i = len(sorted) - 1
-	}
-	return sorted[i]
-}
-
 // redisRate samples Redis's command counter over d.
 func redisRate(ctx context.Context, st *stack.Stack, d time.Duration) (float64, error) {
 	a, err := st.RedisCommands(ctx)
@@ -195,51 +183,4 @@ func redisRate(ctx context.Context, st *stack.Stack, d time.Duration) (float64, 
 		return 0, err
 	}
 	return float64(b-a) / d.Seconds(), nil
-}
-
-type apiClient struct {
-	base, key string
-	client    *fasthttp.Client
-}
-
-func (a apiClient) call(method, path, body string) ([]byte, error) {
-	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(resp)
-	req.SetRequestURI(a.base + path)
-	req.Header.SetMethod(method)
-	req.Header.Set("Authorization", "Bearer "+a.key)
-	if body != "" {
-		req.Header.SetContentType("application/json")
-		req.SetBodyString(body)
-	}
-	if err := a.client.DoTimeout(req, resp, 30*time.Second); err != nil {
-		return nil, fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	if resp.StatusCode() != 200 {
-		return nil, fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode(), resp.Body())
-	}
-	return append([]byte(nil), resp.Body()...), nil
-}
-
-func (a apiClient) createEndpoint(url, eventType string) (string, error) {
-	b, err := a.call(fasthttp.MethodPost, "/v1/webhook_endpoints", fmt.Sprintf(`{"url":%q,"enabled_events":[%q]}`, url, eventType))
-	if err != nil {
-		return "", err
-	}
-	var out struct{ ID string }
-	if err := json.Unmarshal(b, &out); err != nil || out.ID == "" {
-		return "", fmt.Errorf("create endpoint: %s", b)
-	}
-	return out.ID, nil
-}
-
-func (a apiClient) update(id, description string) error {
-	_, err := a.call(fasthttp.MethodPost, "/v1/webhook_endpoints/"+id, fmt.Sprintf(`{"description":%q}`, description))
-	return err
-}
-
-func (a apiClient) delete(id string) error {
-	_, err := a.call(fasthttp.MethodDelete, "/v1/webhook_endpoints/"+id, "")
-	return err
 }

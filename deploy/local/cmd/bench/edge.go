@@ -28,6 +28,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
 
+	"rentalplatform/deploy/local/internal/load"
 	"rentalplatform/deploy/local/stack"
 )
 
@@ -281,7 +282,7 @@ func (r edgeResult) String() string {
 	if r.errors > 0 {
 		e = fmt.Sprintf("  ERRORS: %d non-2xx, %d socket (wrk: connect, read, write, timeout)", r.non2xx, r.socket)
 	}
-	return fmt.Sprintf("%8.0f req/s  p50 %7s  p99 %7s  CPU %5.1f µs/req%s", r.rate, ms(r.p50), ms(r.p99), float64(r.cpuPerRq)/float64(time.Microsecond), e)
+	return fmt.Sprintf("%8.0f req/s  p50 %7s  p99 %7s  CPU %5.1f µs/req%s", r.rate, load.Ms(r.p50), load.Ms(r.p99), float64(r.cpuPerRq)/float64(time.Microsecond), e)
 }
 
 // median takes each figure's median on its own.

@@ -28,6 +28,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"rentalplatform/deploy/local/internal/load"
 	"rentalplatform/deploy/local/stack"
 	"rentalplatform/libs/identity"
 )
@@ -295,10 +296,10 @@ func benchGateway(ctx context.Context, st *stack.Stack, s settings, getenv func(
 	}
 	addP50 := fixed["gateway"].p50 - fixed["direct"].p50
 	addP99 := fixed["gateway"].p99 - fixed["direct"].p99
-	fmt.Fprintf(stdout, "  gateway adds p50 %s (target ≤ 1ms), p99 %s (target ≤ 3ms)\n", ms(addP50), ms(addP99))
+	fmt.Fprintf(stdout, "  gateway adds p50 %s (target ≤ 1ms), p99 %s (target ≤ 3ms)\n", load.Ms(addP50), load.Ms(addP99))
 	fmt.Fprintf(stdout, "  rate limiting adds p50 %s, p99 %s to the GET; rate limit + idempotency add p50 %s, p99 %s to the POST\n\n",
-		ms(fixed[gatewayRL.name].p50-fixed["gateway"].p50), ms(fixed[gatewayRL.name].p99-fixed["gateway"].p99),
-		ms(fixed[postOn.name].p50-fixed[postOff.name].p50), ms(fixed[postOn.name].p99-fixed[postOff.name].p99))
+		load.Ms(fixed[gatewayRL.name].p50-fixed["gateway"].p50), load.Ms(fixed[gatewayRL.name].p99-fixed["gateway"].p99),
+		load.Ms(fixed[postOn.name].p50-fixed[postOff.name].p50), load.Ms(fixed[postOn.name].p99-fixed[postOff.name].p99))
 
 	fmt.Fprintf(stdout, "Maximum throughput, %d connections, %s:\n", s.concurrency, s.duration)
 	closed := map[string]result{}
@@ -364,18 +365,11 @@ type result struct {
 
 func (r result) String() string {
 	return fmt.Sprintf("%7.0f req/s  p50 %s  p99 %s  max %s  errors %d/%d",
-		r.rate(), ms(r.p50), ms(r.p99), ms(r.max), r.failed, r.sent)
+		r.rate(), load.Ms(r.p50), load.Ms(r.p99), load.Ms(r.max), r.failed, r.sent)
 }
 
 // rate is the answered requests per second.
 func (r result) rate() float64 { return float64(r.sent-r.failed) / r.elapsed.Seconds() }
-
-func ms(d time.Duration) string { return fmt.Sprintf("%.3fms", float64(d)/float64(time.Millisecond)) }
-
-func newClient(conns int) *fasthttp.Client {
-	return &fasthttp.Client{MaxConnsPerHost: conns, MaxConnWaitTimeout: 10 * time.Second,
-		ReadTimeout: 30 * time.Second, WriteTimeout: 10 * time.Second}
-}
 
 func do(c *fasthttp.Client, t target) error {
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
@@ -400,7 +394,7 @@ func do(c *fasthttp.Client, t target) error {
 // measures each from its scheduled time, so a stall shows up as latency instead of as fewer
 // requests (no coordinated omission).
 func openLoop(ctx context.Context, t target, rate int, d time.Duration) result {
-	c := newClient(512)
+	c := load.NewClient(512)
 	interval := time.Second / time.Duration(rate)
 	n := int(d / interval)
 	lat := make([]time.Duration, n)
@@ -427,7 +421,7 @@ func openLoop(ctx context.Context, t target, rate int, d time.Duration) result {
 
 // closedLoop keeps conns requests in flight for d and reports what the system sustained.
 func closedLoop(ctx context.Context, t target, conns int, d time.Duration) result {
-	c := newClient(conns)
+	c := load.NewClient(conns)
 	deadline := time.Now().Add(d)
 	lats := make([][]time.Duration, conns)
 	var failed atomic.Int64

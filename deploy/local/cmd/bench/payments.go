@@ -45,6 +45,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"rentalplatform/deploy/local/internal/load"
 	"rentalplatform/deploy/local/stack"
 )
 
@@ -79,7 +80,7 @@ func benchPayments(ctx context.Context, st *stack.Stack, s settings, getenv func
 	if err != nil {
 		return err
 	}
-	b := &payBench{st: st, rdb: redis.NewClient(opt), out: stdout, client: newClient(512), real: getenv("REDIS_URL") != ""}
+	b := &payBench{st: st, rdb: redis.NewClient(opt), out: stdout, client: load.NewClient(512), real: getenv("REDIS_URL") != ""}
 	defer b.rdb.Close()
 	if b.mongo, err = mongo.Connect(options.Client().ApplyURI(st.MongoURI)); err != nil {
 		return err
@@ -153,7 +154,7 @@ func (b *payBench) collect(ctx context.Context, n int) error {
 	var succeeded, stored time.Duration
 	var attemptsRun int
 	drained := 0
-	if err := poll(ctx, 30*time.Minute, 50*time.Millisecond, func() (bool, error) {
+	if err := load.Poll(ctx, 30*time.Minute, 50*time.Millisecond, func() (bool, error) {
 		if succeeded == 0 {
 			left, err := b.queueLeft(ctx, "payments", false)
 			if err != nil {
@@ -191,12 +192,12 @@ func (b *payBench) collect(ctx context.Context, n int) error {
 	var open []string
 	checks := 0
 	var lastCheck time.Duration
-	if err := poll(ctx, 10*time.Minute, 250*time.Millisecond, func() (bool, error) {
+	if err := load.Poll(ctx, 10*time.Minute, 250*time.Millisecond, func() (bool, error) {
 		checks++
 		lastCheck = time.Since(start)
 		open = open[:0]
 		for _, status := range []string{"pending", "processing", "failed", "cancelled"} {
-			some, err := api.any("/v1/payment_requests?limit=1&status=" + status)
+			some, err := api.Any("/v1/payment_requests?limit=1&status=" + status)
 			if err != nil {
 				return false, err
 			}
@@ -217,7 +218,7 @@ func (b *payBench) collect(ctx context.Context, n int) error {
 	}
 	var have int64
 	counts := 0
-	if err := poll(ctx, 10*time.Minute, 250*time.Millisecond, func() (bool, error) {
+	if err := load.Poll(ctx, 10*time.Minute, 250*time.Millisecond, func() (bool, error) {
 		counts++
 		lastCheck = time.Since(start)
 		var err error
@@ -279,7 +280,7 @@ func (b *payBench) createLatency(ctx context.Context, s settings) error {
 	t := target{name: "create", url: b.st.GatewayURL + "/v1/payment_requests", prepare: func(r *fasthttp.Request) {
 		i := seq.Add(1)
 		r.Header.SetMethod(fasthttp.MethodPost)
-		r.Header.Set("Authorization", "Bearer "+api.key)
+		r.Header.Set("Authorization", "Bearer "+api.Key)
 		r.Header.SetContentType("application/json")
 		r.SetBodyString(fmt.Sprintf(`{"payment_agreement":%q,"amount":%d,"currency":"eur","description":"rent"}`, agreements[int(i)%len(agreements)], 1000+i))
 	}}
@@ -323,7 +324,7 @@ func (b *payBench) retries(ctx context.Context, n int) error {
 	var held int64
 	var scheduled time.Duration
 	lastReport := time.Now()
-	if err := poll(ctx, 60*time.Minute, 250*time.Millisecond, func() (bool, error) {
+	if err := load.Poll(ctx, 60*time.Minute, 250*time.Millisecond, func() (bool, error) {
 		c, err := b.rdb.ZCard(ctx, paymentsScheduledKey).Result()
 		if err != nil {
 			return false, err
@@ -527,7 +528,7 @@ func (b *payBench) queueLeft(ctx context.Context, queue string, archived bool) (
 func (b *payBench) settle(ctx context.Context) error { return b.settleFor(ctx, 5*time.Minute) }
 
 func (b *payBench) settleFor(ctx context.Context, timeout time.Duration) error {
-	return poll(ctx, timeout, 250*time.Millisecond, func() (bool, error) {
+	return load.Poll(ctx, timeout, 250*time.Millisecond, func() (bool, error) {
 		for _, q := range []string{"payments", "events"} {
 			n, err := b.queueLeft(ctx, q, false)
 			if err != nil || n > 0 {
@@ -560,20 +561,20 @@ func (b *payBench) storedEvents(ctx context.Context, account string) (int64, err
 }
 
 // account creates a test key for a new account (no rate limit: the stack runs with them off).
-func (b *payBench) account(ctx context.Context, account string) (apiClient, error) {
+func (b *payBench) account(ctx context.Context, account string) (load.API, error) {
 	res, status, err := b.st.Admin(ctx, http.MethodPost, "/admin/api_keys", map[string]any{"account": account})
 	if err != nil || status != http.StatusCreated {
-		return apiClient{}, fmt.Errorf("creating a key for %s: %d %v %v", account, status, res, err)
+		return load.API{}, fmt.Errorf("creating a key for %s: %d %v %v", account, status, res, err)
 	}
 	key, _ := res["secret"].(string)
-	return apiClient{base: b.st.GatewayURL, key: key, client: b.client}, nil
+	return load.API{Base: b.st.GatewayURL, Key: key, Client: b.client}, nil
 }
 
-func (b *payBench) createAgreements(api apiClient, n int, token string) ([]string, error) {
+func (b *payBench) createAgreements(api load.API, n int, token string) ([]string, error) {
 	body := fmt.Sprintf(`{"tenant":{"name":"Bench Tenant","email":"tenant@example.com"},"payment_methods":[{"type":"sepa_debit","token":%q,"preferred":true}]}`, token)
 	out := make([]string, 0, n)
 	for range n {
-		raw, err := api.call(fasthttp.MethodPost, "/v1/payment_agreements", body)
+		raw, err := api.Call(fasthttp.MethodPost, "/v1/payment_agreements", body)
 		if err != nil {
 			return nil, err
 		}
@@ -590,7 +591,7 @@ func (b *payBench) createAgreements(api apiClient, n int, token string) ([]strin
 // bulkCreate creates n requests in bulk calls of bulkSize, bulkConcurrency calls in flight;
 // element j of each call is against agreements[j % len], as a landlord's monthly run over its
 // tenants would be. It returns the ids created.
-func (b *payBench) bulkCreate(ctx context.Context, api apiClient, agreements []string, n int, tag string, prog *progress) ([]string, error) {
+func (b *payBench) bulkCreate(ctx context.Context, api load.API, agreements []string, n int, tag string, prog *progress) ([]string, error) {
 	calls := (n + bulkSize - 1) / bulkSize
 	ids := make([][]string, calls)
 	next := make(chan int)
@@ -612,7 +613,7 @@ func (b *payBench) bulkCreate(ctx context.Context, api apiClient, agreements []s
 						agreements[j%len(agreements)], 1000+j, tag, c*bulkSize+j)
 				}
 				sb.WriteString(`]}`)
-				raw, err := api.call(fasthttp.MethodPost, "/v1/payment_requests/bulk", sb.String())
+				raw, err := api.Call(fasthttp.MethodPost, "/v1/payment_requests/bulk", sb.String())
 				if err != nil {
 					errs <- err
 					return
@@ -686,42 +687,5 @@ func (p *progress) add(n int) {
 	if time.Since(p.last) >= 30*time.Second {
 		p.last = time.Now()
 		fmt.Fprintf(p.out, "      … %d of %d created after %s\n", p.done, p.total, time.Since(p.start).Round(time.Second))
-	}
-}
-
-// any reports whether a list (its path with limit=1) has any object.
-func (a apiClient) any(path string) (bool, error) {
-	raw, err := a.call(fasthttp.MethodGet, path, "")
-	if err != nil {
-		return false, err
-	}
-	var l struct {
-		Data []json.RawMessage `json:"data"`
-	}
-	if err := json.Unmarshal(raw, &l); err != nil {
-		return false, fmt.Errorf("GET %s: %w", path, err)
-	}
-	return len(l.Data) > 0, nil
-}
-
-// poll calls cond every interval until it reports true, fails, or timeout passes.
-func poll(ctx context.Context, timeout, interval time.Duration, cond func() (bool, error)) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, err := cond()
-		if err != nil {
-			return err
-		}
-		if ok {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("not within %s", timeout)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(interval):
-		}
 	}
 }

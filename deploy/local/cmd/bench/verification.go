@@ -11,6 +11,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"rentalplatform/deploy/local/e2e/receiver"
+	"rentalplatform/deploy/local/internal/load"
 	"rentalplatform/deploy/local/stack"
 )
 
@@ -29,8 +30,8 @@ const sessionBody = `{"applicant":{"first_name":"Jane","last_name":"Doe","email"
 func benchVerification(ctx context.Context, st *stack.Stack, s settings, stdout io.Writer) error {
 	rcv := receiver.Start()
 	defer rcv.Close()
-	api := apiClient{base: st.GatewayURL, key: st.DevAPIKey, client: newClient(64)}
-	if _, err := api.createEndpoint(rcv.URL()+"/expired", "verification_session.expired"); err != nil {
+	api := load.API{Base: st.GatewayURL, Key: st.DevAPIKey, Client: load.NewClient(64)}
+	if _, err := api.CreateEndpoint(rcv.URL()+"/expired", "verification_session.expired"); err != nil {
 		return err
 	}
 	create := target{name: "POST /v1/verification_sessions", url: st.GatewayURL + "/v1/verification_sessions",
@@ -86,9 +87,9 @@ func benchVerification(ctx context.Context, st *stack.Stack, s settings, stdout 
 		created, len(byID), created-len(byID), within)
 	if len(byID) > 0 {
 		fmt.Fprintf(stdout, "    expired − expires_at (event created, whole seconds): p50 %s  p99 %s  max %s\n",
-			pct(expiredLag, 50), pct(expiredLag, 99), pct(expiredLag, 100))
+			load.Pct(expiredLag, 50), load.Pct(expiredLag, 99), load.Pct(expiredLag, 100))
 		fmt.Fprintf(stdout, "    delivered − expires_at (at the receiver):           p50 %s  p99 %s  max %s\n",
-			pct(deliveredLag, 50).Round(time.Millisecond), pct(deliveredLag, 99).Round(time.Millisecond), pct(deliveredLag, 100).Round(time.Millisecond))
+			load.Pct(deliveredLag, 50).Round(time.Millisecond), load.Pct(deliveredLag, 99).Round(time.Millisecond), load.Pct(deliveredLag, 100).Round(time.Millisecond))
 	}
 	return nil
 }
