@@ -67,14 +67,11 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	if err != nil {
 		return fail(err)
 	}
-	// The scheduler inspects a task in the way of an attempt it queues (an archived one is
-	// replaced), on the queue's pool.
-	inspector := asynq.NewInspectorFromRedisClient(q.Redis)
 	svc := app.New(app.Deps{
 		Endpoints:  endpoints,
 		Events:     eventStore,
 		Deliveries: deliveries,
-		Scheduler:  asynqadapter.NewScheduler(q.Producer, inspector, cfg.Timeout),
+		Scheduler:  asynqadapter.NewScheduler(q.Producer, q.Redis, cfg.Timeout),
 		Sender:     sender,
 		IDs:        gen,
 		Log:        log,

@@ -47,7 +47,7 @@ func NewScheduler(producer *asynqx.Producer, rc redis.UniversalClient, attemptTi
 // (asynqx.EnqueueReplacingDead): an attempt merely late because the queue is backed up keeps
 // its place.
 func (s *Scheduler) Schedule(ctx context.Context, request string, n int, at time.Time) (bool, error) {
-	return asynqx.EnqueueReplacingDead(ctx, s.inspector, tasks.QueuePayments, tasks.Attempt{Request: request, N: n}.ID(),
+	return asynqx.EnqueueReplacingDead(ctx, s.inspector, s.redis, tasks.QueuePayments, tasks.Attempt{Request: request, N: n}.ID(),
 		func(ctx context.Context) error { return s.enqueue(ctx, request, n, at) })
 }
 
@@ -73,6 +73,13 @@ func (s *Scheduler) enqueue(ctx context.Context, request string, n int, at time.
 func (s *Scheduler) RunNow(ctx context.Context, request string, n int) error {
 	id := tasks.Attempt{Request: request, N: n}.ID()
 	err := s.inspector.RunTask(tasks.QueuePayments, id)
+	if errors.Is(err, asynq.ErrQueueNotFound) {
+		// Redis lost the queue's registration (a flush), maybe not the task: register it again.
+		if err := asynqx.RegisterQueue(ctx, s.redis, tasks.QueuePayments); err != nil {
+			return err
+		}
+		err = s.inspector.RunTask(tasks.QueuePayments, id)
+	}
 	switch {
 	case err == nil:
 		return nil

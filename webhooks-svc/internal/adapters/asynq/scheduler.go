@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 
 	"rentalplatform/libs/asynqx"
 
@@ -19,16 +20,17 @@ import (
 type Scheduler struct {
 	producer  *asynqx.Producer
 	inspector *asynq.Inspector
+	redis     redis.UniversalClient
 	// timeout bounds one run of the task: the attempt's own timeout plus the bookkeeping.
 	timeout time.Duration
 }
 
 var _ app.Scheduler = (*Scheduler)(nil)
 
-// NewScheduler returns a scheduler enqueuing through producer and looking at the tasks it
-// finds in the way with inspector; attemptTimeout is the HTTP timeout of one attempt.
-func NewScheduler(producer *asynqx.Producer, inspector *asynq.Inspector, attemptTimeout time.Duration) *Scheduler {
-	return &Scheduler{producer: producer, inspector: inspector, timeout: attemptTimeout + 30*time.Second}
+// NewScheduler returns a scheduler enqueuing through producer and inspecting the tasks it
+// finds in the way (an archived one is replaced) on rc, the queue's pool; attemptTimeout is the HTTP timeout of one attempt.
+func NewScheduler(producer *asynqx.Producer, rc redis.UniversalClient, attemptTimeout time.Duration) *Scheduler {
+	return &Scheduler{producer: producer, inspector: asynq.NewInspectorFromRedisClient(rc), redis: rc, timeout: attemptTimeout + 30*time.Second}
 }
 
 // maxInfraRetries is how often asynq reruns an attempt task whose bookkeeping failed (the store
@@ -48,7 +50,7 @@ func (s *Scheduler) Schedule(ctx context.Context, delivery string, attempt int, 
 	if time.Until(at) > 0 {
 		opts = append(opts, asynq.ProcessAt(asynqx.NotBefore(at)))
 	}
-	_, err := asynqx.EnqueueReplacingDead(ctx, s.inspector, tasks.QueueWebhooks, p.ID(), func(ctx context.Context) error {
+	_, err := asynqx.EnqueueReplacingDead(ctx, s.inspector, s.redis, tasks.QueueWebhooks, p.ID(), func(ctx context.Context) error {
 		_, err := s.producer.Enqueue(ctx, tasks.TypeDeliver, p.Marshal(), opts...)
 		if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
 			return fmt.Errorf("schedule %s: %w", p.ID(), err)

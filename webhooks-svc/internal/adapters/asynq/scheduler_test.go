@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/propagation"
 
 	"rentalplatform/embedded/testkit"
@@ -26,7 +27,9 @@ func TestScheduler(t *testing.T) {
 	t.Cleanup(func() { _ = client.Close() })
 	insp := asynq.NewInspector(opt)
 	t.Cleanup(func() { _ = insp.Close() })
-	s := asynqadapter.NewScheduler(asynqx.NewProducer(client, nil, propagation.TraceContext{}), insp, time.Second)
+	rc := opt.MakeRedisClient().(redis.UniversalClient)
+	t.Cleanup(func() { _ = rc.Close() })
+	s := asynqadapter.NewScheduler(asynqx.NewProducer(client, nil, propagation.TraceContext{}), rc, time.Second)
 	ctx := t.Context()
 	id := tasks.Deliver{Delivery: "wd_test1", Attempt: 3}.ID()
 	state := func() asynq.TaskState {
@@ -63,5 +66,21 @@ func TestScheduler(t *testing.T) {
 	}
 	if got := state(); got != asynq.TaskStateScheduled {
 		t.Fatalf("after Schedule over the archived task: %v; want it scheduled again", got)
+	}
+
+	// Redis loses its data (a flush); the task is queued again by this process, whose asynq
+	// client does not register the queue again: the next Schedule finds the task in the way
+	// and must still see it (the queue is registered again), not fail with "queue not found".
+	if err := rc.FlushDB(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Schedule(ctx, "wd_test1", 3, at); err != nil {
+		t.Fatalf("Schedule after a flush: %v", err)
+	}
+	if err := s.Schedule(ctx, "wd_test1", 3, at); err != nil {
+		t.Fatalf("Schedule of the attempt queued after a flush: %v", err)
+	}
+	if got := state(); got != asynq.TaskStateScheduled {
+		t.Fatalf("after the flush: %v; want it scheduled", got)
 	}
 }
