@@ -697,6 +697,33 @@ func (s *Stack) RestartEnv(ctx context.Context, name string, env map[string]stri
 	return waitReady(ctx, name, prog.readyURL)
 }
 
+// StartReplica starts one more process of a service, named "<name>#<n>" (n from 2), with the
+// service's environment but listeners of its own on free ports, and waits until it is ready.
+// It shares the service's store and queues, so it takes a share of the queued work; the
+// gateway keeps sending requests to the first. Kill and Restart take its name. Drills of
+// several replicas use it.
+func (s *Stack) StartReplica(ctx context.Context, name string) (string, error) {
+	prog := s.programs[name]
+	if prog == nil || prog.readyURL == "" || prog.addrVars["http"] == "" {
+		return "", fmt.Errorf("no service %s", name)
+	}
+	n := 2
+	for s.programs[fmt.Sprintf("%s#%d", name, n)] != nil {
+		n++
+	}
+	replica := &program{
+		name: fmt.Sprintf("%s#%d", name, n), path: prog.path,
+		env:      merge(prog.env, map[string]string{"HTTP_ADDR": "127.0.0.1:0", "METRICS_ADDR": "127.0.0.1:0"}),
+		addrVars: prog.addrVars, want: prog.want,
+	}
+	addrs, err := s.startProgram(ctx, replica)
+	if err != nil {
+		return "", err
+	}
+	replica.readyURL = "http://" + addrs["http"] + "/readyz"
+	return replica.name, waitReady(ctx, replica.name, replica.readyURL)
+}
+
 // proc returns the latest process of a program, or nil.
 func (s *Stack) proc(name string) *proc {
 	s.mu.Lock()
