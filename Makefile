@@ -15,7 +15,7 @@ IMAGE_TAG ?= dev
 # version is the one its go.mod requires.
 COMPOSE_VERSION := $(shell awk '$$1=="require" && $$2=="github.com/docker/compose/v2" {print $$3}' deploy/compose/tools/go.mod)
 
-.PHONY: help run test bench soak lint fuzz tidy images compose-tool compose-test k8s generate npm-api npm-ts
+.PHONY: help run test drills bench soak lint fuzz tidy images compose-tool compose-test k8s generate npm-api npm-ts
 
 help: ## Show this help
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -27,10 +27,20 @@ run: ## Build and start the whole platform on this machine (embedded MongoDB-com
 
 # The end-to-end suite checks every exchange against the API's contract and writes which
 # operations and statuses it exercised to bin/contract-coverage.txt, printed after the run.
-test: ## Run every module's tests with -race (uses REDIS_URL / MONGODB_URI when set, else embedded ones); prints the contract coverage of the end-to-end suite
-	@mkdir -p bin && rm -f bin/contract-coverage.txt
-	E2E_CONTRACT_REPORT=$(CURDIR)/bin/contract-coverage.txt go test $(TEST_FLAGS) $(PACKAGES); status=$$?; \
-	  if [ -f bin/contract-coverage.txt ]; then echo; cat bin/contract-coverage.txt; fi; exit $$status
+test: ## Run every module's tests with -race (uses REDIS_URL / MONGODB_URI when set, else embedded ones), the drills in their short form; prints the contract coverage of the end-to-end suite and the drills' figures
+	@mkdir -p bin && rm -f bin/contract-coverage.txt bin/drills.txt
+	E2E_CONTRACT_REPORT=$(CURDIR)/bin/contract-coverage.txt DRILLS_REPORT=$(CURDIR)/bin/drills.txt go test $(TEST_FLAGS) $(PACKAGES); status=$$?; \
+	  if [ -f bin/contract-coverage.txt ]; then echo; cat bin/contract-coverage.txt; fi; \
+	  if [ -f bin/drills.txt ]; then echo; cat bin/drills.txt; fi; exit $$status
+
+# The drills (deploy/local/e2e, Test…Drill…) in their full form; `make test` runs their short
+# form. Each prints what it did and found, and one line of figures (requests, faults, lost,
+# doubled) collected in bin/drills.txt and printed at the end.
+DRILLS_FLAGS ?=
+drills: ## Fault drills at full size (payments-svc and webhooks-svc killed, Redis flushed and unreachable, the store cut mid-write, hostile receivers; docs/operations.md#drills-make-drills); about 15 minutes; DRILLS_FLAGS='-run TestDrillRedisUnreachable' for one
+	@mkdir -p bin && rm -f bin/drills.txt
+	DRILLS=full DRILLS_REPORT=$(CURDIR)/bin/drills.txt go test -race -count=1 -timeout 60m -v -run '^TestDrill' $(DRILLS_FLAGS) ./deploy/local/e2e/; status=$$?; \
+	  if [ -f bin/drills.txt ]; then echo; cat bin/drills.txt; fi; exit $$status
 
 # BENCH_FLAGS are the bench driver's (go run ./deploy/local/cmd/bench -h): make bench BENCH_FLAGS='-only gateway'.
 BENCH_FLAGS ?=

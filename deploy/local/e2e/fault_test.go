@@ -1,11 +1,12 @@
 package e2e
 
-// Fault tests (issue 3 §5): events are delivered at least once and never lost when
-// webhooks-svc is killed with deliveries in flight, or when Redis is unreachable while the
-// API is written to.
+// Drills of the event path (issue 3 §5, issue 29 §1): events are delivered at least once and
+// never lost when webhooks-svc is killed with deliveries in flight, or when Redis is
+// unreachable while the API is written to (drills_test.go has the drills' frame).
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"testing"
 	"time"
@@ -21,8 +22,9 @@ import (
 // it: up to about 90 s unless webhooks-svc recovers such deliveries itself.
 const recoveryWait = 150 * time.Second
 
-func TestKillWebhooksSvcWhileDelivering(t *testing.T) {
+func TestDrillWebhooksSvcKilledWhileDelivering(t *testing.T) {
 	t.Parallel()
+	d := newDrill(t, "webhooks-svc killed while delivering")
 	p := startWith(t, stackConfig{env: deliveryEnv("1s,2s,3s,5s,8s")})
 	rx := receiver.New(t)
 	// The first 20 deliveries are answered at once; the rest are held in flight until after
@@ -38,7 +40,7 @@ func TestKillWebhooksSvcWhileDelivering(t *testing.T) {
 	key := p.newKey(t, "acct_kill", false)
 	p.createEndpoint(t, key, rx.URL()+"/slow", "webhook_endpoint.created")
 
-	const n = 50
+	n := scale(50, 300)
 	triggers := make([]string, n)
 	for i := range triggers {
 		triggers[i] = p.trigger(t, key)
@@ -67,7 +69,8 @@ func TestKillWebhooksSvcWhileDelivering(t *testing.T) {
 			answered++
 		}
 	}
-	t.Logf("killed webhooks-svc with %d deliveries in flight and %d answered, of %d events (+1 for the endpoint's own)", inFlight, answered, n)
+	d.did("SIGKILL of webhooks-svc with %d deliveries in flight and %d answered, of %d events (+1 for the endpoint's own)", inFlight, answered, n)
+	d.count(n, 1)
 	select {
 	case err := <-p.Died():
 		t.Fatalf("the kill was reported as an unexpected exit: %v", err)
@@ -89,7 +92,7 @@ func TestKillWebhooksSvcWhileDelivering(t *testing.T) {
 		}
 		return true
 	})
-	t.Logf("all %d events delivered %s after the kill", n, time.Since(killedAt).Round(100*time.Millisecond))
+	d.found("all %d events delivered %s after the kill", n, time.Since(killedAt).Round(100*time.Millisecond))
 
 	reqs := rx.Requests("/slow")
 	dups := 0
@@ -102,19 +105,31 @@ func TestKillWebhooksSvcWhileDelivering(t *testing.T) {
 		}
 		dups += len(got) - 1
 	}
-	t.Logf("%d requests for %d events (%d repeats after the kill, allowed)", n+dups, n, dups)
+	d.note("%d deliveries for %d events: %d repeated after the kill, same webhook-id (at least once, as documented)", n+dups, n, dups)
+	d.losses(eventsListedOnce(t, key, p.GatewayURL, triggers))
+	p.noDeaths(t)
+}
 
-	// Never doubled in the event store.
-	count := map[string]int{}
-	for _, e := range listAll(t, key, p.GatewayURL+"/v1/events?type=webhook_endpoint.created") {
-		count[objectIDOf(e)]++
+// eventsListedOnce counts the objects among ids whose created event the event log does not
+// list (lost) or lists more than once (doubled).
+func eventsListedOnce(t *testing.T, key, gatewayURL string, ids []string) (lost, doubled int) {
+	t.Helper()
+	var objects []string
+	for _, e := range listAll(t, key, gatewayURL+"/v1/events?type=webhook_endpoint.created") {
+		objects = append(objects, objectIDOf(e))
 	}
-	for _, id := range triggers {
-		if count[id] != 1 {
-			t.Errorf("the created event of %s is listed %d times", id, count[id])
+	counts, _ := countBy(objects)
+	for _, id := range ids {
+		switch c := counts[id]; {
+		case c == 0:
+			lost++
+			t.Errorf("the created event of %s is not listed", id)
+		case c > 1:
+			doubled += c - 1
+			t.Errorf("the created event of %s is listed %d times", id, c)
 		}
 	}
-	p.noDeaths(t)
+	return lost, doubled
 }
 
 // redisBehindProxy returns a Redis of the test's own behind a fault proxy the test can cut
@@ -134,31 +149,56 @@ func redisBehindProxy(t *testing.T) (*faultproxy.Proxy, string) {
 	return proxy, redisURL.String()
 }
 
-func TestRedisOutageLosesNoEvent(t *testing.T) {
+// Redis is unreachable (a fault proxy cut) while the API is written to: every write keeps
+// its event in the outbox and every event arrives after; a POST with an Idempotency-Key is
+// refused with 503 (docs/api.md: never run without protection) and succeeds when retried
+// after; the rate limiter lets requests through without its headers.
+func TestDrillRedisUnreachable(t *testing.T) {
 	t.Parallel()
-	// Redis behind a proxy the test can cut: the data stays, the network goes.
+	outage := scale(5*time.Second, 30*time.Second)
+	d := newDrill(t, "Redis unreachable during traffic")
 	proxy, redisURL := redisBehindProxy(t)
-	p := startWith(t, stackConfig{env: deliveryEnv("1s,2s,3s"), redisURL: redisURL})
+	env := deliveryEnv("1s,2s,3s")
+	env["GATEWAY_RATE_LIMIT_TEST"] = "1000" // limits on, far above this load
+	p := startWith(t, stackConfig{env: env, redisURL: redisURL})
 
 	rx := receiver.New(t)
 	key := p.newKey(t, "acct_redisdown", false)
 	p.createEndpoint(t, key, rx.URL()+"/rx", "webhook_endpoint.created")
 	warm := p.trigger(t, key)
 	rx.WaitUntil(t, "/rx", deliveryWait, "a delivery before the outage", answeredAbout("webhook_endpoint.created", warm))
+	if r := call(t, "GET", p.GatewayURL+"/v1/webhook_endpoints?limit=1", key, nil); r.Header.Get("RateLimit-Limit") == "" {
+		t.Fatalf("no RateLimit-Limit before the outage: %v", r.Header)
+	}
 
 	proxy.Cut()
-	const n = 10
-	triggers := make([]string, n)
+	cutAt := time.Now()
+	d.did("cut Redis off every program for %s while writing", outage)
+	var triggers []string
 	var slowest time.Duration
-	for i := range triggers {
+	refused, requests := 0, 0
+	for i := 0; time.Since(cutAt) < outage; i++ {
 		start := time.Now()
-		triggers[i] = p.trigger(t, key) // fails the test unless the write succeeds
+		triggers = append(triggers, p.trigger(t, key)) // fails the test unless the write succeeds
+		requests++
 		if d := time.Since(start); d > slowest {
 			slowest = d
 		}
+		if i%10 == 0 {
+			r := callRaw(t, "POST", p.GatewayURL+"/v1/webhook_endpoints", key, fmt.Sprintf(`{"url":%q,"enabled_events":[%q]}`, publicURL, quietType), idem(fmt.Sprintf("drill-redisdown-%d", i)))
+			requests++
+			if r.Status != 503 || r.errCode() != "service_unavailable" {
+				t.Errorf("POST with an Idempotency-Key while Redis is unreachable: %d %s, want 503 service_unavailable", r.Status, r.Raw)
+			}
+			refused++
+			if g := call(t, "GET", p.GatewayURL+"/v1/webhook_endpoints?limit=1", key, nil); g.Status != 200 || g.Header.Get("RateLimit-Limit") != "" {
+				t.Errorf("GET while the rate limiter is unreachable: %d, RateLimit-Limit %q; want 200 without the header", g.Status, g.Header.Get("RateLimit-Limit"))
+			}
+			requests++
+		}
 	}
-	t.Logf("%d API writes succeeded with Redis unreachable; slowest took %s", n, slowest.Round(time.Millisecond))
-	time.Sleep(3 * time.Second) // the relay meets the outage a few times
+	d.count(requests, 1)
+	d.did("%d writes acknowledged during the outage (slowest %s), %d POSTs with an Idempotency-Key refused with 503", len(triggers), slowest.Round(time.Millisecond), refused)
 	for _, id := range triggers {
 		if len(about(rx.Requests("/rx"), "", id)) > 0 {
 			t.Fatalf("an event about %s was delivered while Redis was unreachable", id)
@@ -169,6 +209,11 @@ func TestRedisOutageLosesNoEvent(t *testing.T) {
 	if err := proxy.Restore(); err != nil {
 		t.Fatal(err)
 	}
+	d.did("restored Redis")
+	// The refused POST runs when retried.
+	if r := callRaw(t, "POST", p.GatewayURL+"/v1/webhook_endpoints", key, fmt.Sprintf(`{"url":%q,"enabled_events":[%q]}`, publicURL, quietType), idem("drill-redisdown-0")); r.Status != 200 {
+		t.Errorf("the refused POST retried after the outage: %d %s", r.Status, r.Raw)
+	}
 
 	rx.WaitUntil(t, "/rx", deliveryWait, "every event written during the outage", func(reqs []receiver.Request) bool {
 		for _, id := range triggers {
@@ -178,16 +223,10 @@ func TestRedisOutageLosesNoEvent(t *testing.T) {
 		}
 		return true
 	})
-	t.Logf("all %d events delivered %s after Redis came back", n, time.Since(restoredAt).Round(100*time.Millisecond))
-
-	count := map[string]int{}
-	for _, e := range listAll(t, key, p.GatewayURL+"/v1/events?type=webhook_endpoint.created") {
-		count[objectIDOf(e)]++
-	}
-	for _, id := range append([]string{warm}, triggers...) {
-		if count[id] != 1 {
-			t.Errorf("the created event of %s is listed %d times", id, count[id])
-		}
+	d.found("all %d events delivered %s after Redis came back", len(triggers), time.Since(restoredAt).Round(100*time.Millisecond))
+	d.losses(eventsListedOnce(t, key, p.GatewayURL, append([]string{warm}, triggers...)))
+	if r := call(t, "GET", p.GatewayURL+"/v1/webhook_endpoints?limit=1", key, nil); r.Header.Get("RateLimit-Limit") == "" {
+		t.Errorf("no RateLimit-Limit after the outage: %v", r.Header)
 	}
 	p.noDeaths(t)
 }

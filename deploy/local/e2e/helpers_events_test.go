@@ -26,6 +26,9 @@ type stackConfig struct {
 	// redisURL, when set, is used instead of the embedded (or REDIS_URL) Redis: a test puts a
 	// fault proxy in front of its own Redis.
 	redisURL string
+	// mongoURI, when set, is the store instead of the embedded one (or MONGODB_URI): a drill
+	// puts a fault proxy between a program and it.
+	mongoURI string
 }
 
 // deliveryEnv is the webhooks-svc configuration of the delivery tests: a short retry
@@ -78,6 +81,9 @@ func startWith(t *testing.T, cfg stackConfig) *platform {
 	if uri := os.Getenv("MONGODB_URI"); uri != "" {
 		opts.MongoURI = uri
 		opts.DatabasePrefix = fmt.Sprintf("e2e_%d_", time.Now().UnixNano())
+	}
+	if cfg.mongoURI != "" {
+		opts.MongoURI = cfg.mongoURI
 	}
 	switch {
 	case cfg.redisURL != "":

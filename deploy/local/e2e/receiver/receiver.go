@@ -12,6 +12,7 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -35,6 +36,9 @@ type Request struct {
 	Done     bool      // the handler has finished (answered or aborted)
 	Aborted  bool      // the client closed the connection (or the receiver closed) first
 	Answered time.Time // when the handler finished
+	// Written is how many bytes of the answer's body the client took (Flood): what a sender
+	// read of it, give or take the connection's buffers.
+	Written int64
 }
 
 // ID is the webhook-id header (the event id on this platform).
@@ -87,7 +91,24 @@ type Step struct {
 	Location   string
 	// Body of the answer; "ok" / the status text when empty.
 	Body string
+	// Reset drops the connection without an answer.
+	Reset bool
+	// Trickle sends the answer's status line and headers one byte every Trickle (a receiver
+	// too slow to answer), until the client leaves or the answer is out.
+	Trickle time.Duration
+	// Flood answers the status with a body of Flood bytes, written as fast as the client takes
+	// them (Request.Written counts them).
+	Flood int64
 }
+
+// Reset drops the connection of every request without answering.
+func Reset() Step { return Step{Reset: true} }
+
+// Trickle answers 200 to every request one byte of its headers every d.
+func Trickle(d time.Duration) Step { return Step{Status: http.StatusOK, Trickle: d} }
+
+// Flood answers 200 to every request with a body of n bytes.
+func Flood(n int64) Step { return Step{Status: http.StatusOK, Flood: n} }
 
 // OK answers 200 to every request.
 func OK() Step { return Step{Status: http.StatusOK} }
@@ -276,7 +297,22 @@ func (r *Receiver) serve(w http.ResponseWriter, hr *http.Request) {
 	if status == 0 {
 		status = http.StatusOK
 	}
-	if !aborted {
+	switch {
+	case aborted:
+	case step.Reset:
+		aborted = true
+	case step.Trickle > 0:
+		aborted = !r.trickle(w, hr, status, step.Trickle)
+	case step.Flood > 0:
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set("Content-Length", strconv.FormatInt(step.Flood, 10))
+		w.WriteHeader(status)
+		n, err := io.Copy(w, io.LimitReader(zeros{}, step.Flood))
+		r.mu.Lock()
+		req.Written = n
+		r.mu.Unlock()
+		aborted = err != nil
+	default:
 		if step.RetryAfter != "" {
 			w.Header().Set("Retry-After", step.RetryAfter)
 		}
@@ -307,6 +343,36 @@ func (r *Receiver) serve(w http.ResponseWriter, hr *http.Request) {
 		// whose cancellation is still in flight can read as an answer: abort the connection.
 		panic(http.ErrAbortHandler)
 	}
+}
+
+// trickle writes a whole answer of status, one byte every d, on the hijacked connection; it
+// reports whether the answer went out before the client (or the receiver) gave up.
+func (r *Receiver) trickle(w http.ResponseWriter, hr *http.Request, status int, d time.Duration) bool {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	answer := fmt.Sprintf("HTTP/1.1 %d %s\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok", status, http.StatusText(status))
+	for i := range len(answer) {
+		select {
+		case <-time.After(d):
+		case <-r.done:
+			return false
+		}
+		if _, err := conn.Write([]byte{answer[i]}); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// zeros reads as an endless run of zero bytes.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
 }
 
 func (r *Receiver) notifyLocked() {

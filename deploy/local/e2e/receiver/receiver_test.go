@@ -273,3 +273,52 @@ func equal(a, b []int) bool {
 	}
 	return true
 }
+
+func TestResetTrickleFlood(t *testing.T) {
+	r := New(t)
+	r.Script("/reset", Reset())
+	if resp, err := r.Client().Post(r.URL()+"/reset", "application/json", strings.NewReader("{}")); err == nil {
+		resp.Body.Close()
+		t.Fatalf("reset: got an answer %d", resp.StatusCode)
+	}
+	if q := r.WaitFor(t, "/reset", 1, 5*time.Second)[0]; !q.Aborted || q.Status != 0 {
+		t.Fatalf("reset recorded %+v", q)
+	}
+
+	// A trickled answer comes whole, slowly; a client with a deadline gives up on it.
+	r.Script("/trickle", Trickle(time.Millisecond))
+	start := time.Now()
+	resp, body := post(t, r.Client(), r.URL()+"/trickle", "", "{}")
+	if resp.StatusCode != 200 || body != "ok" || time.Since(start) < 50*time.Millisecond {
+		t.Fatalf("trickle: %d %q after %s", resp.StatusCode, body, time.Since(start))
+	}
+	r.Script("/trickle-slow", Trickle(100*time.Millisecond))
+	c := r.Client()
+	c.Timeout = 300 * time.Millisecond
+	if resp, err := c.Post(r.URL()+"/trickle-slow", "application/json", strings.NewReader("{}")); err == nil {
+		resp.Body.Close()
+		t.Fatalf("a slow trickle answered within 300 ms: %d", resp.StatusCode)
+	}
+	slow := r.WaitUntil(t, "/trickle-slow", 10*time.Second, "the trickle given up", func(reqs []Request) bool { return len(reqs) == 1 && reqs[0].Done })[0]
+	if !slow.Aborted || slow.Status != 0 {
+		t.Fatalf("a trickle the client gave up on recorded %+v", slow)
+	}
+
+	// A flood is cut short by a client that reads a little and closes.
+	r.Script("/flood", Flood(1<<30))
+	fr, err := r.Client().Post(r.URL()+"/flood", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fr.ContentLength != 1<<30 {
+		t.Fatalf("flood Content-Length %d", fr.ContentLength)
+	}
+	if n, _ := io.CopyN(io.Discard, fr.Body, 64<<10); n != 64<<10 {
+		t.Fatalf("read %d of the flood", n)
+	}
+	fr.Body.Close()
+	q := r.WaitUntil(t, "/flood", 10*time.Second, "the flood cut", func(reqs []Request) bool { return len(reqs) == 1 && reqs[0].Done })[0]
+	if q.Written < 64<<10 || q.Written >= 1<<30 {
+		t.Fatalf("flood wrote %d bytes to a client that read 64 KiB", q.Written)
+	}
+}
