@@ -70,6 +70,9 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 
 	checks := readiness(p, rdb, services)
 	tel := p.Tel
+	// Both API listeners count each connection's bytes since the last line end, so a request
+	// line too long for the read buffer is told from headers too large (414, not 431).
+	wrap := service.WrapListener(httpport.WrapListener)
 	p.Listen("public", cfg.HTTPAddr, httpport.NewPublic(httpport.PublicConfig{
 		Logger: p.Log, Keys: svc, Limits: svc, Idempotency: svc, Signer: signer, Services: services,
 		BodyLimit: cfg.BodyLimit, UploadBodyLimit: cfg.UploadBodyLimit, IDs: idgen,
@@ -79,14 +82,14 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 			{Path: "/v1/openapi.json", ContentType: fiber.MIMEApplicationJSONCharsetUTF8, Body: api.PublicJSON()},
 			{Path: "/docs", ContentType: fiber.MIMETextHTMLCharsetUTF8, Body: api.Reference()},
 		},
-	}))
+	}), wrap)
 	p.Listen("admin", cfg.AdminAddr, httpport.NewAdmin(httpport.AdminConfig{
 		Logger: p.Log, Keys: svc, Token: cfg.AdminToken, AuthLimit: svc.AdminAuth(), IDs: idgen,
 		TracerProvider: tel.TracerProvider, Propagator: tel.Propagator, Sampler: tel.Sampler, MeterProvider: tel.MeterProvider,
 		Documents: []httpport.Document{
 			{Path: "/admin/openapi.json", ContentType: fiber.MIMEApplicationJSONCharsetUTF8, Body: api.AdminJSON()},
 		},
-	}))
+	}), wrap)
 	return p.Serve(ctx)
 }
 

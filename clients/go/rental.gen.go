@@ -607,6 +607,7 @@ const (
 	ErrorCodeRequestHeadersTooLarge     ErrorCode = "request_headers_too_large"
 	ErrorCodeRequestMalformed           ErrorCode = "request_malformed"
 	ErrorCodeRequestTimeout             ErrorCode = "request_timeout"
+	ErrorCodeRequestUriTooLong          ErrorCode = "request_uri_too_long"
 	ErrorCodeResourceAlreadyExists      ErrorCode = "resource_already_exists"
 	ErrorCodeResourceMissing            ErrorCode = "resource_missing"
 	ErrorCodeRouteMissing               ErrorCode = "route_missing"
@@ -686,6 +687,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeRequestMalformed:
 		return true
 	case ErrorCodeRequestTimeout:
+		return true
+	case ErrorCodeRequestUriTooLong:
 		return true
 	case ErrorCodeResourceAlreadyExists:
 		return true
@@ -3639,6 +3642,7 @@ type Error struct {
 		// | `resource_already_exists` | 409 | an object with this identity exists (admin API) |
 		// | `body_too_large` | 413 | the body is over the limit |
 		// | `file_too_large` | 413 | a file over 25 MiB |
+		// | `request_uri_too_long` | 414 | the path and query are over 4 KiB |
 		// | `unsupported_media_type` | 415 | the body's media type is not the operation's |
 		// | `content_encoding_unsupported` | 415 | a compressed body |
 		// | `file_type_unsupported` | 415 | a file of a type not accepted |
@@ -3707,6 +3711,7 @@ type ErrorErrorType string
 // | `resource_already_exists` | 409 | an object with this identity exists (admin API) |
 // | `body_too_large` | 413 | the body is over the limit |
 // | `file_too_large` | 413 | a file over 25 MiB |
+// | `request_uri_too_long` | 414 | the path and query are over 4 KiB |
 // | `unsupported_media_type` | 415 | the body's media type is not the operation's |
 // | `content_encoding_unsupported` | 415 | a compressed body |
 // | `file_type_unsupported` | 415 | a file of a type not accepted |

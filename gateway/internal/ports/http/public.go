@@ -137,11 +137,13 @@ func NewPublic(cfg PublicConfig) *fiber.App {
 		RequestIDs:     cfg.IDs,
 	})
 	// Bodies are read by the handler, not by the server: the limit depends on the route, and
-	// uploads go to the service as they arrive instead of being held whole in memory. fiberx
-	// does not expose these settings, so they are set on its fasthttp server directly.
+	// uploads go to the service as they arrive instead of being held whole in memory. The read
+	// buffer bounds the request line and headers (publicReadBuffer). fiberx does not expose
+	// these settings, so they are set on its fasthttp server directly.
 	srv := app.Server()
 	srv.StreamRequestBody = true
 	srv.DisablePreParseMultipartForm = true
+	srv.ReadBufferSize = publicReadBuffer
 	guardServer(app, cfg.IDs)
 
 	app.Use(p.guardBody)
