@@ -15,6 +15,7 @@ import (
 
 	"rentalplatform/api"
 	keystore "rentalplatform/gateway/internal/adapters/mongo"
+	"rentalplatform/gateway/internal/adapters/otelmetric"
 	redisadapter "rentalplatform/gateway/internal/adapters/redis"
 	"rentalplatform/gateway/internal/adapters/upstream"
 	"rentalplatform/gateway/internal/app"
@@ -63,7 +64,11 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	p.OnClose(func(context.Context) error { return rdb.Close() })
 
 	idgen := ids.NewGenerator(nil)
-	svc := newApp(cfg, keys, rdb, idgen, p.Log)
+	monitor, err := otelmetric.NewLimiter(p.Tel.MeterProvider)
+	if err != nil {
+		return fail(err)
+	}
+	svc := newApp(cfg, keys, rdb, idgen, monitor, p.Log)
 	// last_used is written in the background, and flushed at shutdown once the listeners
 	// stopped (the requests they drained are counted too).
 	p.Go(func(ctx context.Context) { _ = svc.Run(ctx) })
@@ -95,8 +100,8 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 
 // connectRedis opens the client of the rate-limit buckets and idempotency records. Redis sits
 // on the request path, so one that hangs must fail fast (short timeouts unless REDIS_URL sets
-// its own): rate limits then fail open, idempotent requests closed (see
-// docs/architecture.md).
+// its own): rate limits then follow GATEWAY_RATE_LIMIT_UNAVAILABLE_READ/_WRITE (open by
+// default), idempotent requests fail closed (see docs/architecture.md).
 func connectRedis(url string, tp trace.TracerProvider) (*redis.Client, error) {
 	opts, err := redis.ParseURL(url)
 	if err != nil {
@@ -122,14 +127,17 @@ func connectRedis(url string, tp trace.TracerProvider) (*redis.Client, error) {
 }
 
 // newApp is the gateway's use cases: keys (cached), rate limits and idempotency on Redis.
-func newApp(cfg Config, keys *keystore.Keys, rdb *redis.Client, idgen *ids.Generator, log *slog.Logger) *app.Service {
+func newApp(cfg Config, keys *keystore.Keys, rdb *redis.Client, idgen *ids.Generator, monitor app.LimiterMonitor,
+	log *slog.Logger) *app.Service {
 	return app.New(keys, log, app.Options{
 		IDs:      idgen,
 		CacheTTL: cfg.KeyCacheTTL,
 		Limiter:  redisadapter.NewLimiter(rdb),
+		Monitor:  monitor,
 		Limits: app.Limits{
 			LivePerSecond: cfg.RateLimitLive, TestPerSecond: cfg.RateLimitTest,
 			AuthFailuresPerMinute: cfg.AuthFailureLimit, Timeout: cfg.RateLimitTimeout,
+			UnavailableRead: cfg.RateLimitUnavailableRead, UnavailableWrite: cfg.RateLimitUnavailableWrite,
 		},
 		Idempotency:        redisadapter.NewIdempotency(rdb, cfg.IdempotencyTTL, nil),
 		IdempotencyLockTTL: cfg.IdempotencyLockTTL,
@@ -137,7 +145,8 @@ func newApp(cfg Config, keys *keystore.Keys, rdb *redis.Client, idgen *ids.Gener
 }
 
 // readiness is what /readyz checks. Only the key store makes the gateway unready. Without
-// Redis it serves (limits fail open, requests with an Idempotency-Key get 503), and a service
+// Redis it serves (limits per their unavailable policy, requests with an Idempotency-Key get
+// 503), and a service
 // that is down costs only its own routes (502): both are reported, as "degraded".
 func readiness(p *service.Process, rdb *redis.Client, services httpport.Services) []health.Check {
 	checks := []health.Check{

@@ -14491,6 +14491,7 @@ type ListCollectionCasesResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -14731,6 +14732,7 @@ type CreateCollectionCaseResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -14972,6 +14974,7 @@ type RetrieveCollectionCaseByReferenceResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -15195,6 +15198,7 @@ type RetrieveCollectionCaseResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -15456,6 +15460,7 @@ type CloseCollectionCaseResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -15706,6 +15711,7 @@ type ListCaseFilesResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -15971,6 +15977,7 @@ type CreateCaseFileResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -16225,6 +16232,7 @@ type DownloadCaseFileResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -16479,6 +16487,7 @@ type PauseCollectionCaseResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -16729,6 +16738,7 @@ type ListDebtPaymentsResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -16990,6 +17000,7 @@ type CreateDebtPaymentResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -17278,6 +17289,7 @@ type ResumeCollectionCaseResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -17518,6 +17530,7 @@ type ListEventTypesResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -17722,6 +17735,7 @@ type ListEventsResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -17936,6 +17950,7 @@ type RetrieveEventResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -18159,6 +18174,7 @@ type ListEventDeliveriesResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -18435,6 +18451,7 @@ type ListPaymentAgreementsResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -18675,6 +18692,7 @@ type CreatePaymentAgreementResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -18916,6 +18934,7 @@ type RetrievePaymentAgreementResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -19177,6 +19196,7 @@ type CancelPaymentAgreementResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -19417,6 +19437,7 @@ type ListPaymentRequestsResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -19669,6 +19690,7 @@ type CreatePaymentRequestResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -19945,6 +19967,7 @@ type BulkCreatePaymentRequestsResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -20186,6 +20209,7 @@ type RetrievePaymentRequestResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -20447,6 +20471,7 @@ type CancelPaymentRequestResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -20735,6 +20760,7 @@ type AdvancePaymentRequestResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -21023,6 +21049,7 @@ type AdvanceVerificationSessionResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -21273,6 +21300,7 @@ type RetrieveVerificationReportResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -21486,6 +21514,7 @@ type ListVerificationSessionsResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -21726,6 +21755,7 @@ type CreateVerificationSessionResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -21967,6 +21997,7 @@ type RetrieveVerificationSessionResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -22228,6 +22259,7 @@ type CancelVerificationSessionResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -22516,6 +22548,7 @@ type RedactVerificationSessionResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -22756,6 +22789,7 @@ type ListWebhookDeliveriesResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -23008,6 +23042,7 @@ type RetryWebhookDeliveryResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -23248,6 +23283,7 @@ type ListWebhookEndpointsResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -23488,6 +23524,7 @@ type CreateWebhookEndpointResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -23739,6 +23776,7 @@ type DeleteWebhookEndpointResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -23971,6 +24009,7 @@ type RetrieveWebhookEndpointResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -24232,6 +24271,7 @@ type UpdateWebhookEndpointResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -24482,6 +24522,7 @@ type ListWebhookEndpointDeliveriesResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -24743,6 +24784,7 @@ type RotateWebhookEndpointSecretResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -26871,6 +26913,13 @@ func ParseListCollectionCasesResponse(rsp *http.Response) (*ListCollectionCasesR
 			}
 			headers.RequestId = value
 		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -27552,6 +27601,13 @@ func ParseCreateCollectionCaseResponse(rsp *http.Response) (*CreateCollectionCas
 			}
 			headers.RequestId = value
 		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -28087,6 +28143,13 @@ func ParseRetrieveCollectionCaseByReferenceResponse(rsp *http.Response) (*Retrie
 			}
 			headers.RequestId = value
 		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -28621,6 +28684,13 @@ func ParseRetrieveCollectionCaseResponse(rsp *http.Response) (*RetrieveCollectio
 				return nil, err
 			}
 			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
 		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
@@ -29369,6 +29439,13 @@ func ParseCloseCollectionCaseResponse(rsp *http.Response) (*CloseCollectionCaseR
 			}
 			headers.RequestId = value
 		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -29903,6 +29980,13 @@ func ParseListCaseFilesResponse(rsp *http.Response) (*ListCaseFilesResponse, err
 				return nil, err
 			}
 			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
 		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
@@ -30679,6 +30763,13 @@ func ParseCreateCaseFileResponse(rsp *http.Response) (*CreateCaseFileResponse, e
 			}
 			headers.RequestId = value
 		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -31234,6 +31325,13 @@ func ParseDownloadCaseFileResponse(rsp *http.Response) (*DownloadCaseFileRespons
 				return nil, err
 			}
 			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
 		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
@@ -31982,6 +32080,13 @@ func ParsePauseCollectionCaseResponse(rsp *http.Response) (*PauseCollectionCaseR
 			}
 			headers.RequestId = value
 		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -32516,6 +32621,13 @@ func ParseListDebtPaymentsResponse(rsp *http.Response) (*ListDebtPaymentsRespons
 				return nil, err
 			}
 			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
 		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
@@ -33264,6 +33376,13 @@ func ParseCreateDebtPaymentResponse(rsp *http.Response) (*CreateDebtPaymentRespo
 			}
 			headers.RequestId = value
 		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -34011,6 +34130,13 @@ func ParseResumeCollectionCaseResponse(rsp *http.Response) (*ResumeCollectionCas
 			}
 			headers.RequestId = value
 		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -34494,6 +34620,13 @@ func ParseListEventTypesResponse(rsp *http.Response) (*ListEventTypesResponse, e
 			}
 			headers.RequestId = value
 		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -34976,6 +35109,13 @@ func ParseListEventsResponse(rsp *http.Response) (*ListEventsResponse, error) {
 				return nil, err
 			}
 			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
 		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
@@ -35512,6 +35652,13 @@ func ParseRetrieveEventResponse(rsp *http.Response) (*RetrieveEventResponse, err
 			}
 			headers.RequestId = value
 		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -36046,6 +36193,13 @@ func ParseListEventDeliveriesResponse(rsp *http.Response) (*ListEventDeliveriesR
 				return nil, err
 			}
 			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
 		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
@@ -36637,6 +36791,13 @@ func ParseListPaymentAgreementsResponse(rsp *http.Response) (*ListPaymentAgreeme
 				return nil, err
 			}
 			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
 		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
@@ -37319,6 +37480,13 @@ func ParseCreatePaymentAgreementResponse(rsp *http.Response) (*CreatePaymentAgre
 			}
 			headers.RequestId = value
 		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -37853,6 +38021,13 @@ func ParseRetrievePaymentAgreementResponse(rsp *http.Response) (*RetrievePayment
 				return nil, err
 			}
 			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
 		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
@@ -38601,6 +38776,13 @@ func ParseCancelPaymentAgreementResponse(rsp *http.Response) (*CancelPaymentAgre
 			}
 			headers.RequestId = value
 		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -39083,6 +39265,13 @@ func ParseListPaymentRequestsResponse(rsp *http.Response) (*ListPaymentRequestsR
 				return nil, err
 			}
 			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
 		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
@@ -39831,6 +40020,13 @@ func ParseCreatePaymentRequestResponse(rsp *http.Response) (*CreatePaymentReques
 			}
 			headers.RequestId = value
 		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -40512,6 +40708,13 @@ func ParseBulkCreatePaymentRequestsResponse(rsp *http.Response) (*BulkCreatePaym
 			}
 			headers.RequestId = value
 		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -41046,6 +41249,13 @@ func ParseRetrievePaymentRequestResponse(rsp *http.Response) (*RetrievePaymentRe
 				return nil, err
 			}
 			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
 		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
@@ -41794,6 +42004,13 @@ func ParseCancelPaymentRequestResponse(rsp *http.Response) (*CancelPaymentReques
 			}
 			headers.RequestId = value
 		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -42540,6 +42757,13 @@ func ParseAdvancePaymentRequestResponse(rsp *http.Response) (*AdvancePaymentRequ
 				return nil, err
 			}
 			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
 		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
@@ -43288,6 +43512,13 @@ func ParseAdvanceVerificationSessionResponse(rsp *http.Response) (*AdvanceVerifi
 			}
 			headers.RequestId = value
 		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -43823,6 +44054,13 @@ func ParseRetrieveVerificationReportResponse(rsp *http.Response) (*RetrieveVerif
 			}
 			headers.RequestId = value
 		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -44305,6 +44543,13 @@ func ParseListVerificationSessionsResponse(rsp *http.Response) (*ListVerificatio
 				return nil, err
 			}
 			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
 		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
@@ -44987,6 +45232,13 @@ func ParseCreateVerificationSessionResponse(rsp *http.Response) (*CreateVerifica
 			}
 			headers.RequestId = value
 		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -45521,6 +45773,13 @@ func ParseRetrieveVerificationSessionResponse(rsp *http.Response) (*RetrieveVeri
 				return nil, err
 			}
 			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
 		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
@@ -46269,6 +46528,13 @@ func ParseCancelVerificationSessionResponse(rsp *http.Response) (*CancelVerifica
 			}
 			headers.RequestId = value
 		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -47016,6 +47282,13 @@ func ParseRedactVerificationSessionResponse(rsp *http.Response) (*RedactVerifica
 			}
 			headers.RequestId = value
 		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -47498,6 +47771,13 @@ func ParseListWebhookDeliveriesResponse(rsp *http.Response) (*ListWebhookDeliver
 				return nil, err
 			}
 			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
 		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
@@ -48246,6 +48526,13 @@ func ParseRetryWebhookDeliveryResponse(rsp *http.Response) (*RetryWebhookDeliver
 			}
 			headers.RequestId = value
 		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -48728,6 +49015,13 @@ func ParseListWebhookEndpointsResponse(rsp *http.Response) (*ListWebhookEndpoint
 				return nil, err
 			}
 			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
 		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
@@ -49410,6 +49704,13 @@ func ParseCreateWebhookEndpointResponse(rsp *http.Response) (*CreateWebhookEndpo
 			}
 			headers.RequestId = value
 		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -49997,6 +50298,13 @@ func ParseDeleteWebhookEndpointResponse(rsp *http.Response) (*DeleteWebhookEndpo
 			}
 			headers.RequestId = value
 		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -50531,6 +50839,13 @@ func ParseRetrieveWebhookEndpointResponse(rsp *http.Response) (*RetrieveWebhookE
 				return nil, err
 			}
 			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
 		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
@@ -51279,6 +51594,13 @@ func ParseUpdateWebhookEndpointResponse(rsp *http.Response) (*UpdateWebhookEndpo
 			}
 			headers.RequestId = value
 		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -51813,6 +52135,13 @@ func ParseListWebhookEndpointDeliveriesResponse(rsp *http.Response) (*ListWebhoo
 				return nil, err
 			}
 			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
 		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
@@ -52560,6 +52889,13 @@ func ParseRotateWebhookEndpointSecretResponse(rsp *http.Response) (*RotateWebhoo
 				return nil, err
 			}
 			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
 		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string

@@ -3253,10 +3253,11 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Overloaded, or a dependency is down (a request with an Idempotency-Key when the idempotency store cannot be reached, a key that cannot be looked up). Retry with the same Idempotency-Key. Codes: `service_unavailable`. */
+        /** @description Overloaded, or a dependency is down (a request with an Idempotency-Key when the idempotency store cannot be reached, a key that cannot be looked up, the rate limiter where the operator has chosen to refuse requests it cannot check: then with Retry-After). Retry with the same Idempotency-Key. Codes: `service_unavailable`. */
         ServiceUnavailable: {
             headers: {
                 "Request-Id": components["headers"]["Request-Id"];
+                "Retry-After": components["headers"]["Retry-After-Unavailable"];
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
@@ -3420,6 +3421,8 @@ export interface components {
         "RateLimit-Reset": number;
         /** @description Seconds to wait before retrying. */
         "Retry-After": number;
+        /** @description Seconds to wait before retrying; sent when the rate limiter could not be asked and the gateway is set to refuse such requests. */
+        "Retry-After-Unavailable": number;
         /** @description `true` when this answer is the stored answer of an earlier request with the same Idempotency-Key. */
         "Idempotent-Replayed": "true";
         /** @description On a replayed answer, the id of the request that produced it. */
