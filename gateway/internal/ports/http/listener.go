@@ -2,6 +2,7 @@ package http
 
 import (
 	"bytes"
+	"io"
 	"net"
 )
 
@@ -32,13 +33,20 @@ func (l lineListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &lineConn{Conn: c}, nil
+	if tc, ok := c.(*net.TCPConn); ok {
+		return &lineConn{TCPConn: tc}, nil
+	}
+	return c, nil // not TCP: not counted, a long request line is then 431
 }
 
 // lineConn counts the bytes read since the last '\n'. Only the connection's serving goroutine
-// reads it and asks run, so it needs no lock.
+// reads it and asks run, so it needs no lock. It embeds the *net.TCPConn itself, not a
+// net.Conn, so that what the server and the handlers find on a TCP connection is still there:
+// ReadFrom (a streamed download is written straight to the socket as it arrives; through a
+// net.Conn it would sit in fasthttp's write buffer, TestFileDownloadIsStreamed) and CloseWrite
+// (the lingering close after a refusal).
 type lineConn struct {
-	net.Conn
+	*net.TCPConn
 	run int
 }
 
@@ -46,13 +54,18 @@ type lineConn struct {
 const maxRun = 1 << 30
 
 func (c *lineConn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
+	n, err := c.TCPConn.Read(p)
 	if i := bytes.LastIndexByte(p[:n], '\n'); i >= 0 {
 		c.run = n - 1 - i
 	} else {
 		c.run = min(c.run+n, maxRun)
 	}
 	return n, err
+}
+
+// WriteTo hides the TCPConn's, which would read past Read and its count.
+func (c *lineConn) WriteTo(w io.Writer) (int64, error) {
+	return io.Copy(w, struct{ io.Reader }{c})
 }
 
 // requestLineUnended reports whether the connection's last error of a too-small read buffer
