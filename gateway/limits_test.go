@@ -352,13 +352,25 @@ func TestGatewayRateLimitUnavailable(t *testing.T) {
 	px := startFaultProxy(t, strings.TrimSuffix(strings.TrimPrefix(rs.URL(), "redis://"), "/0"))
 	s := startStack(t, map[string]string{
 		"REDIS_URL": "redis://" + px.addr + "/0", "GATEWAY_RATE_LIMIT_TEST": "2",
-		"GATEWAY_RATE_LIMIT_TIMEOUT": "100ms", "GATEWAY_RATE_LIMIT_UNAVAILABLE_WRITE": "closed",
+		"GATEWAY_RATE_LIMIT_TIMEOUT": "500ms", "GATEWAY_RATE_LIMIT_UNAVAILABLE_WRITE": "closed",
 	})
 	key := *s.createKey(t, "acct_rldown", false).Secret
 	url := s.public + "/v1/webhook_endpoints"
-	if r := do(t, "GET", url, nil, bearer(key)); r.status != 200 || r.header.Get("RateLimit-Limit") != "2" {
-		t.Fatalf("Redis up: %d, RateLimit-Limit %q", r.status, r.header.Get("RateLimit-Limit"))
+	// limited waits until a write is limited again: on a loaded machine a limiter call may
+	// outlast the timeout (and pause the limiter for a second) although Redis is up.
+	limited := func(what string) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(1100 * time.Millisecond) {
+			r := do(t, "POST", url, strings.NewReader(`{}`), jsonHeaders(key))
+			if r.status == 200 && r.header.Get("RateLimit-Limit") == "2" {
+				return
+			}
+			if r.status != 503 || time.Now().After(deadline) {
+				t.Fatalf("%s, write: %d %s, RateLimit-Limit %q", what, r.status, r.body, r.header.Get("RateLimit-Limit"))
+			}
+		}
 	}
+	limited("Redis up")
 
 	for _, fault := range []proxyMode{proxyRefuse, proxyBlackhole} {
 		px.set(fault)
@@ -368,8 +380,8 @@ func TestGatewayRateLimitUnavailable(t *testing.T) {
 		if r := do(t, "GET", url, nil, bearer(key)); r.status != 200 || r.header.Get("RateLimit-Limit") != "" {
 			t.Fatalf("%s, read (open): %d %s, RateLimit-Limit %q; want 200 without RateLimit-*", fault, r.status, r.body, r.header.Get("RateLimit-Limit"))
 		}
-		if elapsed := time.Since(start); elapsed > time.Second {
-			t.Fatalf("%s: the read took %s; GATEWAY_RATE_LIMIT_TIMEOUT is 100ms", fault, elapsed)
+		if elapsed := time.Since(start); elapsed > 2*time.Second {
+			t.Fatalf("%s: the read took %s; GATEWAY_RATE_LIMIT_TIMEOUT is 500ms", fault, elapsed)
 		}
 		r := do(t, "POST", url, strings.NewReader(`{}`), jsonHeaders(key))
 		r.expectError(t, 503, "api_error", "service_unavailable")
@@ -385,10 +397,8 @@ func TestGatewayRateLimitUnavailable(t *testing.T) {
 	}
 
 	px.set(proxyPass)
-	time.Sleep(1100 * time.Millisecond)
-	if r := do(t, "POST", url, strings.NewReader(`{}`), jsonHeaders(key)); r.status != 200 || r.header.Get("RateLimit-Limit") != "2" {
-		t.Fatalf("Redis back, write: %d %s, RateLimit-Limit %q", r.status, r.body, r.header.Get("RateLimit-Limit"))
-	}
+	time.Sleep(1100 * time.Millisecond) // the pause after the last failure
+	limited("Redis back")
 	if got := burst(t, url, key, 6); got[5] != 429 {
 		t.Fatalf("Redis back: %v, want the limit of 2/s enforced", got)
 	}
