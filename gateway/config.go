@@ -33,14 +33,28 @@ type Config struct {
 	RateLimitLive    int // GATEWAY_RATE_LIMIT_LIVE
 	RateLimitTest    int // GATEWAY_RATE_LIMIT_TEST
 	AuthFailureLimit int // GATEWAY_AUTH_FAILURE_LIMIT
-	// RateLimitTimeout bounds one rate-limit call to Redis; a slower one fails open.
+	// RateLimitTimeout bounds one rate-limit call to Redis; a slower one counts as a failure.
 	RateLimitTimeout time.Duration // GATEWAY_RATE_LIMIT_TIMEOUT
+	// What happens to reads (GET, HEAD) and writes whose rate limit cannot be checked: let
+	// through (open, the default) or refused with 503 (closed).
+	RateLimitUnavailableRead  app.FailMode // GATEWAY_RATE_LIMIT_UNAVAILABLE_READ
+	RateLimitUnavailableWrite app.FailMode // GATEWAY_RATE_LIMIT_UNAVAILABLE_WRITE
 	// IdempotencyTTL is how long responses are kept for replays; IdempotencyLockTTL how long
 	// a request that never finished keeps its key locked.
 	IdempotencyTTL     time.Duration // GATEWAY_IDEMPOTENCY_TTL
 	IdempotencyLockTTL time.Duration // GATEWAY_IDEMPOTENCY_LOCK_TTL
 	// KeyCacheTTL bounds how long another replica keeps accepting a revoked key.
 	KeyCacheTTL time.Duration // GATEWAY_KEY_CACHE_TTL
+}
+
+// failMode reads an "open" or "closed" variable, open when unset.
+func failMode(r *config.Reader, name string) app.FailMode {
+	v := r.String(name, app.FailOpen.String())
+	m, ok := app.ParseFailMode(v)
+	if !ok {
+		r.Fail(fmt.Errorf("%s must be open or closed, not %q", name, v))
+	}
+	return m
 }
 
 // maxKeyCacheTTL is the documented bound on how late a revoke may take effect.
@@ -72,13 +86,17 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		// refuses a longer body itself instead of streaming it to the service's 413.
 		UploadBodyLimit: r.Bytes("UPLOAD_BODY_LIMIT", 26<<20),
 
-		RateLimitLive:      r.Int("GATEWAY_RATE_LIMIT_LIVE", 100, 0, domain.MaxRateLimit),
-		RateLimitTest:      r.Int("GATEWAY_RATE_LIMIT_TEST", 25, 0, domain.MaxRateLimit),
-		AuthFailureLimit:   r.Int("GATEWAY_AUTH_FAILURE_LIMIT", 60, 0, domain.MaxRateLimit),
-		RateLimitTimeout:   r.PositiveDuration("GATEWAY_RATE_LIMIT_TIMEOUT", app.DefaultRateTimeout),
-		IdempotencyTTL:     r.PositiveDuration("GATEWAY_IDEMPOTENCY_TTL", app.DefaultIdempotencyTTL),
-		IdempotencyLockTTL: r.Duration("GATEWAY_IDEMPOTENCY_LOCK_TTL", app.DefaultIdempotencyLockTTL),
-		KeyCacheTTL:        r.Duration("GATEWAY_KEY_CACHE_TTL", app.DefaultCacheTTL),
+		RateLimitLive:    r.Int("GATEWAY_RATE_LIMIT_LIVE", 100, 0, domain.MaxRateLimit),
+		RateLimitTest:    r.Int("GATEWAY_RATE_LIMIT_TEST", 25, 0, domain.MaxRateLimit),
+		AuthFailureLimit: r.Int("GATEWAY_AUTH_FAILURE_LIMIT", 60, 0, domain.MaxRateLimit),
+		RateLimitTimeout: r.PositiveDuration("GATEWAY_RATE_LIMIT_TIMEOUT", app.DefaultRateTimeout),
+		// Open by default, reads and writes alike: a Redis outage must not become an outage of
+		// the API (docs/architecture.md, "Redis down").
+		RateLimitUnavailableRead:  failMode(r, "GATEWAY_RATE_LIMIT_UNAVAILABLE_READ"),
+		RateLimitUnavailableWrite: failMode(r, "GATEWAY_RATE_LIMIT_UNAVAILABLE_WRITE"),
+		IdempotencyTTL:            r.PositiveDuration("GATEWAY_IDEMPOTENCY_TTL", app.DefaultIdempotencyTTL),
+		IdempotencyLockTTL:        r.Duration("GATEWAY_IDEMPOTENCY_LOCK_TTL", app.DefaultIdempotencyLockTTL),
+		KeyCacheTTL:               r.Duration("GATEWAY_KEY_CACHE_TTL", app.DefaultCacheTTL),
 	}
 	// Metrics beside the admin listener, never the public one: they must stay internal.
 	base, baseErr := config.LoadBase(getenv, config.Defaults{HTTPAddr: defaultPublicAddr, MongoDatabase: "gateway",

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"rentalplatform/embedded/redisstore"
+	"rentalplatform/libs/servicetest"
 )
 
 // rateHeaders reads the RateLimit-* headers of a response (-1 when absent).
@@ -339,4 +341,156 @@ func ownRedis(t *testing.T) *redisstore.Store {
 	}
 	t.Cleanup(rs.Close)
 	return rs
+}
+
+// TestGatewayRateLimitUnavailable points the gateway's Redis at a proxy that refuses, then
+// swallows, connections: reads (open, the default) pass without RateLimit-* headers, writes
+// (closed) get 503, each counted by access and policy; with Redis back, limits apply again.
+func TestGatewayRateLimitUnavailable(t *testing.T) {
+	t.Parallel()
+	rs := ownRedis(t)
+	px := startFaultProxy(t, strings.TrimSuffix(strings.TrimPrefix(rs.URL(), "redis://"), "/0"))
+	s := startStack(t, map[string]string{
+		"REDIS_URL": "redis://" + px.addr + "/0", "GATEWAY_RATE_LIMIT_TEST": "2",
+		"GATEWAY_RATE_LIMIT_TIMEOUT": "500ms", "GATEWAY_RATE_LIMIT_UNAVAILABLE_WRITE": "closed",
+	})
+	key := *s.createKey(t, "acct_rldown", false).Secret
+	url := s.public + "/v1/webhook_endpoints"
+	// limited waits until a write is limited again: on a loaded machine a limiter call may
+	// outlast the timeout (and pause the limiter for a second) although Redis is up.
+	limited := func(what string) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(1100 * time.Millisecond) {
+			r := do(t, "POST", url, strings.NewReader(`{}`), jsonHeaders(key))
+			if r.status == 200 && r.header.Get("RateLimit-Limit") == "2" {
+				return
+			}
+			if r.status != 503 || time.Now().After(deadline) {
+				t.Fatalf("%s, write: %d %s, RateLimit-Limit %q", what, r.status, r.body, r.header.Get("RateLimit-Limit"))
+			}
+		}
+	}
+	limited("Redis up")
+
+	for _, fault := range []proxyMode{proxyRefuse, proxyBlackhole} {
+		px.set(fault)
+		// The limiter pauses for a second after a failure: the next call then meets this fault.
+		time.Sleep(1100 * time.Millisecond)
+		start := time.Now()
+		if r := do(t, "GET", url, nil, bearer(key)); r.status != 200 || r.header.Get("RateLimit-Limit") != "" {
+			t.Fatalf("%s, read (open): %d %s, RateLimit-Limit %q; want 200 without RateLimit-*", fault, r.status, r.body, r.header.Get("RateLimit-Limit"))
+		}
+		if elapsed := time.Since(start); elapsed > 2*time.Second {
+			t.Fatalf("%s: the read took %s; GATEWAY_RATE_LIMIT_TIMEOUT is 500ms", fault, elapsed)
+		}
+		r := do(t, "POST", url, strings.NewReader(`{}`), jsonHeaders(key))
+		r.expectError(t, 503, "api_error", "service_unavailable")
+		if r.header.Get("Retry-After") != "1" || r.header.Get("RateLimit-Limit") != "" {
+			t.Fatalf("%s, write (closed): Retry-After %q, RateLimit-Limit %q", fault, r.header.Get("Retry-After"), r.header.Get("RateLimit-Limit"))
+		}
+	}
+	m := servicetest.Scrape(t, s.metrics)
+	for _, c := range []struct{ access, policy string }{{"read", "open"}, {"write", "closed"}} {
+		if n := m.Counter(t, "gateway_ratelimit_unavailable_total", map[string]string{"access": c.access, "policy": c.policy}); n < 2 {
+			t.Errorf("gateway_ratelimit_unavailable_total{access=%q,policy=%q} = %v, want at least 2", c.access, c.policy, n)
+		}
+	}
+
+	px.set(proxyPass)
+	time.Sleep(1100 * time.Millisecond) // the pause after the last failure
+	limited("Redis back")
+	if got := burst(t, url, key, 6); got[5] != 429 {
+		t.Fatalf("Redis back: %v, want the limit of 2/s enforced", got)
+	}
+}
+
+// proxyMode is what faultProxy does with connections to Redis.
+type proxyMode int32
+
+const (
+	proxyPass      proxyMode = iota
+	proxyRefuse              // close every connection, and new ones at once
+	proxyBlackhole           // keep connections open and drop every byte: no answer ever
+)
+
+func (m proxyMode) String() string {
+	return [...]string{"pass", "refuse", "blackhole"}[m]
+}
+
+// faultProxy is a TCP proxy in front of a Redis whose mode a test switches. (The e2e suite's
+// deploy/local/e2e/faultproxy cuts links but has no blackhole, and is in another module.)
+type faultProxy struct {
+	addr, target string
+	mode         atomic.Int32
+	mu           sync.Mutex
+	conns        []net.Conn
+}
+
+func startFaultProxy(t *testing.T, target string) *faultProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &faultProxy{addr: ln.Addr().String(), target: target}
+	t.Cleanup(func() {
+		ln.Close()
+		p.closeAll()
+	})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			if proxyMode(p.mode.Load()) == proxyRefuse {
+				c.Close()
+				continue
+			}
+			up, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, up)
+			p.mu.Unlock()
+			go p.pipe(up, c)
+			go p.pipe(c, up)
+		}
+	}()
+	return p
+}
+
+// pipe copies from src to dst, dropping what it reads while the proxy blackholes.
+func (p *faultProxy) pipe(dst, src net.Conn) {
+	defer dst.Close()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 && proxyMode(p.mode.Load()) == proxyPass {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (p *faultProxy) set(m proxyMode) {
+	p.mode.Store(int32(m))
+	if m == proxyRefuse {
+		p.closeAll()
+	}
+}
+
+func (p *faultProxy) closeAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
 }

@@ -131,12 +131,60 @@ func TestProtocolErrors(t *testing.T) {
 		checkRawError(t, resps[0], 431, "request_headers_too_large")
 	})
 
+	// The request target's limit (4 KiB, checked by the gateway: 414) and the read buffer's
+	// (8 KiB for the request line and headers together, fasthttp's: 414 when the request line
+	// does not fit, 431 when the headers do not). Each refusal ends the connection, so the
+	// request sent after it on the same connection is never answered.
+	next := "GET /v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + key + "\r\nConnection: close\r\n\r\n"
+	target := func(n int) string { // a path of n bytes
+		return "/v1/events?q=" + strings.Repeat("a", n-len("/v1/events?q="))
+	}
+	for _, tc := range []struct {
+		name, raw string
+		status    int
+		code      string
+	}{
+		{"target at the limit", "GET " + target(4096) + " HTTP/1.1\r\nHost: x\r\n\r\n" + next, 401, ""},
+		{"target one byte over", "GET " + target(4097) + " HTTP/1.1\r\nHost: x\r\n\r\n" + next, 414, "request_uri_too_long"},
+		{"target over the read buffer", "GET " + target(9<<10) + " HTTP/1.1\r\nHost: x\r\n\r\n" + next, 414, "request_uri_too_long"},
+		{"headers over the read buffer", "GET /v1/events HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", 9<<10) + "\r\n\r\n" + next, 431, "request_headers_too_large"},
+		{"many headers over the read buffer", "GET /v1/events HTTP/1.1\r\nHost: x\r\n" + strings.Repeat("X-A: "+strings.Repeat("a", 100)+"\r\n", 90) + "\r\n" + next, 431, "request_headers_too_large"},
+		{"target at the limit, headers over the rest of the buffer", "GET " + target(4096) + " HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", 5<<10) + "\r\n\r\n" + next, 431, "request_headers_too_large"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resps := rawExchange(t, public, tc.raw)
+			if len(resps) == 0 {
+				t.Fatal("no answer")
+			}
+			if tc.status == 401 {
+				// Routed as usual, and the connection kept: the next request is answered too.
+				if fmt.Sprint(statuses(resps)) != "[401 200]" {
+					t.Fatalf("statuses %v, want [401 200]", statuses(resps))
+				}
+				return
+			}
+			if len(resps) != 1 {
+				t.Fatalf("got %d responses %v, want 1: the connection ends after the refusal", len(resps), statuses(resps))
+			}
+			checkRawError(t, resps[0], tc.status, tc.code)
+			if !resps[0].Close {
+				t.Fatal("the refusal does not say Connection: close")
+			}
+		})
+	}
+
 	t.Run("admin listener too", func(t *testing.T) {
 		resps := rawExchange(t, s.proc.Addrs["admin"], "FOO /admin/api_keys HTTP/1.1\r\nHost: x\r\n\r\n")
 		if len(resps) != 1 {
 			t.Fatalf("got %d responses", len(resps))
 		}
 		checkRawError(t, resps[0], 405, "method_not_allowed")
+		// Its read buffer is fasthttp's 4 KiB, so a target over the limit overflows it.
+		resps = rawExchange(t, s.proc.Addrs["admin"], "GET /admin/api_keys?q="+strings.Repeat("a", 4096)+" HTTP/1.1\r\nHost: x\r\n\r\n")
+		if len(resps) != 1 {
+			t.Fatalf("got %d responses", len(resps))
+		}
+		checkRawError(t, resps[0], 414, "request_uri_too_long")
 	})
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"rentalplatform/api"
 	keystore "rentalplatform/gateway/internal/adapters/mongo"
+	"rentalplatform/gateway/internal/adapters/otelmetric"
 	redisadapter "rentalplatform/gateway/internal/adapters/redis"
 	"rentalplatform/gateway/internal/adapters/upstream"
 	"rentalplatform/gateway/internal/app"
@@ -63,13 +64,20 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	p.OnClose(func(context.Context) error { return rdb.Close() })
 
 	idgen := ids.NewGenerator(nil)
-	svc := newApp(cfg, keys, rdb, idgen, p.Log)
+	monitor, err := otelmetric.NewLimiter(p.Tel.MeterProvider)
+	if err != nil {
+		return fail(err)
+	}
+	svc := newApp(cfg, keys, rdb, idgen, monitor, p.Log)
 	// last_used is written in the background, and flushed at shutdown once the listeners
 	// stopped (the requests they drained are counted too).
 	p.Go(func(ctx context.Context) { _ = svc.Run(ctx) })
 
 	checks := readiness(p, rdb, services)
 	tel := p.Tel
+	// Both API listeners count each connection's bytes since the last line end, so a request
+	// line too long for the read buffer is told from headers too large (414, not 431).
+	wrap := service.WrapListener(httpport.WrapListener)
 	p.Listen("public", cfg.HTTPAddr, httpport.NewPublic(httpport.PublicConfig{
 		Logger: p.Log, Keys: svc, Limits: svc, Idempotency: svc, Signer: signer, Services: services,
 		BodyLimit: cfg.BodyLimit, UploadBodyLimit: cfg.UploadBodyLimit, IDs: idgen,
@@ -79,21 +87,21 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 			{Path: "/v1/openapi.json", ContentType: fiber.MIMEApplicationJSONCharsetUTF8, Body: api.PublicJSON()},
 			{Path: "/docs", ContentType: fiber.MIMETextHTMLCharsetUTF8, Body: api.Reference()},
 		},
-	}))
+	}), wrap)
 	p.Listen("admin", cfg.AdminAddr, httpport.NewAdmin(httpport.AdminConfig{
 		Logger: p.Log, Keys: svc, Token: cfg.AdminToken, AuthLimit: svc.AdminAuth(), IDs: idgen,
 		TracerProvider: tel.TracerProvider, Propagator: tel.Propagator, Sampler: tel.Sampler, MeterProvider: tel.MeterProvider,
 		Documents: []httpport.Document{
 			{Path: "/admin/openapi.json", ContentType: fiber.MIMEApplicationJSONCharsetUTF8, Body: api.AdminJSON()},
 		},
-	}))
+	}), wrap)
 	return p.Serve(ctx)
 }
 
 // connectRedis opens the client of the rate-limit buckets and idempotency records. Redis sits
 // on the request path, so one that hangs must fail fast (short timeouts unless REDIS_URL sets
-// its own): rate limits then fail open, idempotent requests closed (see
-// docs/architecture.md).
+// its own): rate limits then follow GATEWAY_RATE_LIMIT_UNAVAILABLE_READ/_WRITE (open by
+// default), idempotent requests fail closed (see docs/architecture.md).
 func connectRedis(url string, tp trace.TracerProvider) (*redis.Client, error) {
 	opts, err := redis.ParseURL(url)
 	if err != nil {
@@ -119,14 +127,17 @@ func connectRedis(url string, tp trace.TracerProvider) (*redis.Client, error) {
 }
 
 // newApp is the gateway's use cases: keys (cached), rate limits and idempotency on Redis.
-func newApp(cfg Config, keys *keystore.Keys, rdb *redis.Client, idgen *ids.Generator, log *slog.Logger) *app.Service {
+func newApp(cfg Config, keys *keystore.Keys, rdb *redis.Client, idgen *ids.Generator, monitor app.LimiterMonitor,
+	log *slog.Logger) *app.Service {
 	return app.New(keys, log, app.Options{
 		IDs:      idgen,
 		CacheTTL: cfg.KeyCacheTTL,
 		Limiter:  redisadapter.NewLimiter(rdb),
+		Monitor:  monitor,
 		Limits: app.Limits{
 			LivePerSecond: cfg.RateLimitLive, TestPerSecond: cfg.RateLimitTest,
 			AuthFailuresPerMinute: cfg.AuthFailureLimit, Timeout: cfg.RateLimitTimeout,
+			UnavailableRead: cfg.RateLimitUnavailableRead, UnavailableWrite: cfg.RateLimitUnavailableWrite,
 		},
 		Idempotency:        redisadapter.NewIdempotency(rdb, cfg.IdempotencyTTL, nil),
 		IdempotencyLockTTL: cfg.IdempotencyLockTTL,
@@ -134,7 +145,8 @@ func newApp(cfg Config, keys *keystore.Keys, rdb *redis.Client, idgen *ids.Gener
 }
 
 // readiness is what /readyz checks. Only the key store makes the gateway unready. Without
-// Redis it serves (limits fail open, requests with an Idempotency-Key get 503), and a service
+// Redis it serves (limits per their unavailable policy, requests with an Idempotency-Key get
+// 503), and a service
 // that is down costs only its own routes (502): both are reported, as "degraded".
 func readiness(p *service.Process, rdb *redis.Client, services httpport.Services) []health.Check {
 	checks := []health.Check{

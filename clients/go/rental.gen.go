@@ -607,6 +607,7 @@ const (
 	ErrorCodeRequestHeadersTooLarge     ErrorCode = "request_headers_too_large"
 	ErrorCodeRequestMalformed           ErrorCode = "request_malformed"
 	ErrorCodeRequestTimeout             ErrorCode = "request_timeout"
+	ErrorCodeRequestUriTooLong          ErrorCode = "request_uri_too_long"
 	ErrorCodeResourceAlreadyExists      ErrorCode = "resource_already_exists"
 	ErrorCodeResourceMissing            ErrorCode = "resource_missing"
 	ErrorCodeRouteMissing               ErrorCode = "route_missing"
@@ -686,6 +687,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeRequestMalformed:
 		return true
 	case ErrorCodeRequestTimeout:
+		return true
+	case ErrorCodeRequestUriTooLong:
 		return true
 	case ErrorCodeResourceAlreadyExists:
 		return true
@@ -3639,6 +3642,7 @@ type Error struct {
 		// | `resource_already_exists` | 409 | an object with this identity exists (admin API) |
 		// | `body_too_large` | 413 | the body is over the limit |
 		// | `file_too_large` | 413 | a file over 25 MiB |
+		// | `request_uri_too_long` | 414 | the path and query are over 4 KiB |
 		// | `unsupported_media_type` | 415 | the body's media type is not the operation's |
 		// | `content_encoding_unsupported` | 415 | a compressed body |
 		// | `file_type_unsupported` | 415 | a file of a type not accepted |
@@ -3707,6 +3711,7 @@ type ErrorErrorType string
 // | `resource_already_exists` | 409 | an object with this identity exists (admin API) |
 // | `body_too_large` | 413 | the body is over the limit |
 // | `file_too_large` | 413 | a file over 25 MiB |
+// | `request_uri_too_long` | 414 | the path and query are over 4 KiB |
 // | `unsupported_media_type` | 415 | the body's media type is not the operation's |
 // | `content_encoding_unsupported` | 415 | a compressed body |
 // | `file_type_unsupported` | 415 | a file of a type not accepted |
@@ -14486,6 +14491,7 @@ type ListCollectionCasesResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -14726,6 +14732,7 @@ type CreateCollectionCaseResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -14967,6 +14974,7 @@ type RetrieveCollectionCaseByReferenceResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -15190,6 +15198,7 @@ type RetrieveCollectionCaseResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -15451,6 +15460,7 @@ type CloseCollectionCaseResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -15701,6 +15711,7 @@ type ListCaseFilesResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -15966,6 +15977,7 @@ type CreateCaseFileResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -16220,6 +16232,7 @@ type DownloadCaseFileResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -16474,6 +16487,7 @@ type PauseCollectionCaseResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -16724,6 +16738,7 @@ type ListDebtPaymentsResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -16985,6 +17000,7 @@ type CreateDebtPaymentResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -17273,6 +17289,7 @@ type ResumeCollectionCaseResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -17513,6 +17530,7 @@ type ListEventTypesResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -17717,6 +17735,7 @@ type ListEventsResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -17931,6 +17950,7 @@ type RetrieveEventResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -18154,6 +18174,7 @@ type ListEventDeliveriesResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -18430,6 +18451,7 @@ type ListPaymentAgreementsResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -18670,6 +18692,7 @@ type CreatePaymentAgreementResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -18911,6 +18934,7 @@ type RetrievePaymentAgreementResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -19172,6 +19196,7 @@ type CancelPaymentAgreementResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -19412,6 +19437,7 @@ type ListPaymentRequestsResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -19664,6 +19690,7 @@ type CreatePaymentRequestResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -19940,6 +19967,7 @@ type BulkCreatePaymentRequestsResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -20181,6 +20209,7 @@ type RetrievePaymentRequestResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -20442,6 +20471,7 @@ type CancelPaymentRequestResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -20730,6 +20760,7 @@ type AdvancePaymentRequestResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -21018,6 +21049,7 @@ type AdvanceVerificationSessionResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -21268,6 +21300,7 @@ type RetrieveVerificationReportResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -21481,6 +21514,7 @@ type ListVerificationSessionsResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -21721,6 +21755,7 @@ type CreateVerificationSessionResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -21962,6 +21997,7 @@ type RetrieveVerificationSessionResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -22223,6 +22259,7 @@ type CancelVerificationSessionResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -22511,6 +22548,7 @@ type RedactVerificationSessionResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -22751,6 +22789,7 @@ type ListWebhookDeliveriesResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -23003,6 +23042,7 @@ type RetryWebhookDeliveryResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -23243,6 +23283,7 @@ type ListWebhookEndpointsResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -23483,6 +23524,7 @@ type CreateWebhookEndpointResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -23734,6 +23776,7 @@ type DeleteWebhookEndpointResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -23966,6 +24009,7 @@ type RetrieveWebhookEndpointResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -24227,6 +24271,7 @@ type UpdateWebhookEndpointResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -24477,6 +24522,7 @@ type ListWebhookEndpointDeliveriesResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -24738,6 +24784,7 @@ type RotateWebhookEndpointSecretResponse503Headers struct {
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	RequestId          string
+	RetryAfter         *int
 	Traceparent        *string
 	Tracestate         *string
 }
@@ -26866,6 +26913,13 @@ func ParseListCollectionCasesResponse(rsp *http.Response) (*ListCollectionCasesR
 			}
 			headers.RequestId = value
 		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -27547,6 +27601,13 @@ func ParseCreateCollectionCaseResponse(rsp *http.Response) (*CreateCollectionCas
 			}
 			headers.RequestId = value
 		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -28082,6 +28143,13 @@ func ParseRetrieveCollectionCaseByReferenceResponse(rsp *http.Response) (*Retrie
 			}
 			headers.RequestId = value
 		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -28616,6 +28684,13 @@ func ParseRetrieveCollectionCaseResponse(rsp *http.Response) (*RetrieveCollectio
 				return nil, err
 			}
 			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
 		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
@@ -29364,6 +29439,13 @@ func ParseCloseCollectionCaseResponse(rsp *http.Response) (*CloseCollectionCaseR
 			}
 			headers.RequestId = value
 		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -29898,6 +29980,13 @@ func ParseListCaseFilesResponse(rsp *http.Response) (*ListCaseFilesResponse, err
 				return nil, err
 			}
 			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
 		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
@@ -30674,6 +30763,13 @@ func ParseCreateCaseFileResponse(rsp *http.Response) (*CreateCaseFileResponse, e
 			}
 			headers.RequestId = value
 		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -31229,6 +31325,13 @@ func ParseDownloadCaseFileResponse(rsp *http.Response) (*DownloadCaseFileRespons
 				return nil, err
 			}
 			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
 		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
@@ -31977,6 +32080,13 @@ func ParsePauseCollectionCaseResponse(rsp *http.Response) (*PauseCollectionCaseR
 			}
 			headers.RequestId = value
 		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -32511,6 +32621,13 @@ func ParseListDebtPaymentsResponse(rsp *http.Response) (*ListDebtPaymentsRespons
 				return nil, err
 			}
 			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
 		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
@@ -33259,6 +33376,13 @@ func ParseCreateDebtPaymentResponse(rsp *http.Response) (*CreateDebtPaymentRespo
 			}
 			headers.RequestId = value
 		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -34006,6 +34130,13 @@ func ParseResumeCollectionCaseResponse(rsp *http.Response) (*ResumeCollectionCas
 			}
 			headers.RequestId = value
 		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -34489,6 +34620,13 @@ func ParseListEventTypesResponse(rsp *http.Response) (*ListEventTypesResponse, e
 			}
 			headers.RequestId = value
 		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -34971,6 +35109,13 @@ func ParseListEventsResponse(rsp *http.Response) (*ListEventsResponse, error) {
 				return nil, err
 			}
 			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
 		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
@@ -35507,6 +35652,13 @@ func ParseRetrieveEventResponse(rsp *http.Response) (*RetrieveEventResponse, err
 			}
 			headers.RequestId = value
 		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -36041,6 +36193,13 @@ func ParseListEventDeliveriesResponse(rsp *http.Response) (*ListEventDeliveriesR
 				return nil, err
 			}
 			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
 		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
@@ -36632,6 +36791,13 @@ func ParseListPaymentAgreementsResponse(rsp *http.Response) (*ListPaymentAgreeme
 				return nil, err
 			}
 			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
 		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
@@ -37314,6 +37480,13 @@ func ParseCreatePaymentAgreementResponse(rsp *http.Response) (*CreatePaymentAgre
 			}
 			headers.RequestId = value
 		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -37848,6 +38021,13 @@ func ParseRetrievePaymentAgreementResponse(rsp *http.Response) (*RetrievePayment
 				return nil, err
 			}
 			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
 		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
@@ -38596,6 +38776,13 @@ func ParseCancelPaymentAgreementResponse(rsp *http.Response) (*CancelPaymentAgre
 			}
 			headers.RequestId = value
 		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -39078,6 +39265,13 @@ func ParseListPaymentRequestsResponse(rsp *http.Response) (*ListPaymentRequestsR
 				return nil, err
 			}
 			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
 		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
@@ -39826,6 +40020,13 @@ func ParseCreatePaymentRequestResponse(rsp *http.Response) (*CreatePaymentReques
 			}
 			headers.RequestId = value
 		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -40507,6 +40708,13 @@ func ParseBulkCreatePaymentRequestsResponse(rsp *http.Response) (*BulkCreatePaym
 			}
 			headers.RequestId = value
 		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -41041,6 +41249,13 @@ func ParseRetrievePaymentRequestResponse(rsp *http.Response) (*RetrievePaymentRe
 				return nil, err
 			}
 			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
 		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
@@ -41789,6 +42004,13 @@ func ParseCancelPaymentRequestResponse(rsp *http.Response) (*CancelPaymentReques
 			}
 			headers.RequestId = value
 		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -42535,6 +42757,13 @@ func ParseAdvancePaymentRequestResponse(rsp *http.Response) (*AdvancePaymentRequ
 				return nil, err
 			}
 			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
 		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
@@ -43283,6 +43512,13 @@ func ParseAdvanceVerificationSessionResponse(rsp *http.Response) (*AdvanceVerifi
 			}
 			headers.RequestId = value
 		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -43818,6 +44054,13 @@ func ParseRetrieveVerificationReportResponse(rsp *http.Response) (*RetrieveVerif
 			}
 			headers.RequestId = value
 		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -44300,6 +44543,13 @@ func ParseListVerificationSessionsResponse(rsp *http.Response) (*ListVerificatio
 				return nil, err
 			}
 			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
 		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
@@ -44982,6 +45232,13 @@ func ParseCreateVerificationSessionResponse(rsp *http.Response) (*CreateVerifica
 			}
 			headers.RequestId = value
 		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -45516,6 +45773,13 @@ func ParseRetrieveVerificationSessionResponse(rsp *http.Response) (*RetrieveVeri
 				return nil, err
 			}
 			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
 		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
@@ -46264,6 +46528,13 @@ func ParseCancelVerificationSessionResponse(rsp *http.Response) (*CancelVerifica
 			}
 			headers.RequestId = value
 		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -47011,6 +47282,13 @@ func ParseRedactVerificationSessionResponse(rsp *http.Response) (*RedactVerifica
 			}
 			headers.RequestId = value
 		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -47493,6 +47771,13 @@ func ParseListWebhookDeliveriesResponse(rsp *http.Response) (*ListWebhookDeliver
 				return nil, err
 			}
 			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
 		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
@@ -48241,6 +48526,13 @@ func ParseRetryWebhookDeliveryResponse(rsp *http.Response) (*RetryWebhookDeliver
 			}
 			headers.RequestId = value
 		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -48723,6 +49015,13 @@ func ParseListWebhookEndpointsResponse(rsp *http.Response) (*ListWebhookEndpoint
 				return nil, err
 			}
 			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
 		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
@@ -49405,6 +49704,13 @@ func ParseCreateWebhookEndpointResponse(rsp *http.Response) (*CreateWebhookEndpo
 			}
 			headers.RequestId = value
 		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -49992,6 +50298,13 @@ func ParseDeleteWebhookEndpointResponse(rsp *http.Response) (*DeleteWebhookEndpo
 			}
 			headers.RequestId = value
 		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -50526,6 +50839,13 @@ func ParseRetrieveWebhookEndpointResponse(rsp *http.Response) (*RetrieveWebhookE
 				return nil, err
 			}
 			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
 		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
@@ -51274,6 +51594,13 @@ func ParseUpdateWebhookEndpointResponse(rsp *http.Response) (*UpdateWebhookEndpo
 			}
 			headers.RequestId = value
 		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -51808,6 +52135,13 @@ func ParseListWebhookEndpointDeliveriesResponse(rsp *http.Response) (*ListWebhoo
 				return nil, err
 			}
 			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
 		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string
@@ -52555,6 +52889,13 @@ func ParseRotateWebhookEndpointSecretResponse(rsp *http.Response) (*RotateWebhoo
 				return nil, err
 			}
 			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
 		}
 		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
 			var value string

@@ -343,11 +343,17 @@ func RequestID(c *fiber.Ctx) string {
 
 // Serve listens on addr, logs the bound address ("listening", with name and addr: tests and
 // the local stack read it), and serves until ctx ends, then shuts down gracefully within
-// shutdownTimeout.
-func Serve(ctx context.Context, app *fiber.App, addr, name string, shutdownTimeout time.Duration, log *slog.Logger) error {
+// shutdownTimeout. wrap, when not nil, wraps the listener before it serves: a listener that
+// must see its connections' bytes (the gateway's, to tell a request line too long for the
+// read buffer from headers too large) gets them without a copy of Serve.
+func Serve(ctx context.Context, app *fiber.App, addr, name string, shutdownTimeout time.Duration, log *slog.Logger,
+	wrap func(net.Listener) net.Listener) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen %s on %s: %w", name, addr, err)
+	}
+	if wrap != nil {
+		ln = wrap(ln)
 	}
 	// The local stack and the tests find the bound port in this line, so it is written at the
 	// lowest level the logger lets through, never filtered out by LOG_LEVEL.

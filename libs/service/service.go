@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -55,6 +56,15 @@ type Process struct {
 type listener struct {
 	name, addr string
 	app        *fiber.App
+	wrap       func(net.Listener) net.Listener // nil: none
+}
+
+// ListenOption changes how Listen serves one listener.
+type ListenOption func(*listener)
+
+// WrapListener has the listener's net.Listener wrapped by wrap before it serves (fiberx.Serve).
+func WrapListener(wrap func(net.Listener) net.Listener) ListenOption {
+	return func(l *listener) { l.wrap = wrap }
 }
 
 // Open starts the parts every process shares from the shared configuration. On error nothing
@@ -93,8 +103,12 @@ func (p *Process) PingStore(ctx context.Context) error { return mongox.Ping(ctx,
 func (p *Process) OnClose(fn func(context.Context) error) { p.closers = append(p.closers, fn) }
 
 // Listen has Serve serve app on addr, as the listener called name.
-func (p *Process) Listen(name, addr string, app *fiber.App) {
-	p.listeners = append(p.listeners, listener{name: name, addr: addr, app: app})
+func (p *Process) Listen(name, addr string, app *fiber.App, opts ...ListenOption) {
+	l := listener{name: name, addr: addr, app: app}
+	for _, o := range opts {
+		o(&l)
+	}
+	p.listeners = append(p.listeners, l)
 }
 
 // Serve serves every listener and the metrics (on METRICS_ADDR) until ctx ends, or until one
@@ -102,8 +116,8 @@ func (p *Process) Listen(name, addr string, app *fiber.App) {
 // steps registered with OnClose (background loops end first, see Go).
 func (p *Process) Serve(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
-	for _, l := range append(p.listeners, listener{"metrics", p.cfg.MetricsAddr, fiberx.MetricsApp(p.Tel.Metrics)}) {
-		g.Go(func() error { return fiberx.Serve(gctx, l.app, l.addr, l.name, p.cfg.ShutdownTimeout, p.Log) })
+	for _, l := range append(p.listeners, listener{name: "metrics", addr: p.cfg.MetricsAddr, app: fiberx.MetricsApp(p.Tel.Metrics)}) {
+		g.Go(func() error { return fiberx.Serve(gctx, l.app, l.addr, l.name, p.cfg.ShutdownTimeout, p.Log, l.wrap) })
 	}
 	err := errors.Join(g.Wait(), p.Close())
 	p.Log.Info("stopped")

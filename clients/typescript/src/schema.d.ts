@@ -1736,6 +1736,7 @@ export interface components {
          *     | `resource_already_exists` | 409 | an object with this identity exists (admin API) |
          *     | `body_too_large` | 413 | the body is over the limit |
          *     | `file_too_large` | 413 | a file over 25 MiB |
+         *     | `request_uri_too_long` | 414 | the path and query are over 4 KiB |
          *     | `unsupported_media_type` | 415 | the body's media type is not the operation's |
          *     | `content_encoding_unsupported` | 415 | a compressed body |
          *     | `file_type_unsupported` | 415 | a file of a type not accepted |
@@ -1751,7 +1752,7 @@ export interface components {
          *     | `http_version_not_supported` | 505 | HTTP/2 or later over plain HTTP/1 |
          * @enum {string}
          */
-        ErrorCode: "admin_token_invalid" | "agreement_not_active" | "amount_exceeds_remainder" | "api_key_invalid" | "attempt_in_progress" | "authentication_rate_limited" | "body_invalid_json" | "body_too_large" | "body_unreadable" | "content_encoding_unsupported" | "file_too_large" | "file_type_unsupported" | "http_version_not_supported" | "idempotency_key_in_use" | "idempotency_key_reused" | "internal_error" | "invalid_state" | "lock_timeout" | "method_not_allowed" | "multipart_invalid" | "parameter_duplicate" | "parameter_invalid" | "parameter_missing" | "parameter_unknown" | "parameters_exclusive" | "payment_limit_reached" | "permission_denied" | "processor_not_configured" | "rate_limited" | "request_headers_too_large" | "request_malformed" | "request_timeout" | "resource_already_exists" | "resource_missing" | "route_missing" | "service_unavailable" | "unsupported_media_type" | "upstream_bad_response" | "upstream_timeout" | "upstream_unavailable" | "url_credentials_not_allowed" | "url_not_allowed" | "url_not_https";
+        ErrorCode: "admin_token_invalid" | "agreement_not_active" | "amount_exceeds_remainder" | "api_key_invalid" | "attempt_in_progress" | "authentication_rate_limited" | "body_invalid_json" | "body_too_large" | "body_unreadable" | "content_encoding_unsupported" | "file_too_large" | "file_type_unsupported" | "http_version_not_supported" | "idempotency_key_in_use" | "idempotency_key_reused" | "internal_error" | "invalid_state" | "lock_timeout" | "method_not_allowed" | "multipart_invalid" | "parameter_duplicate" | "parameter_invalid" | "parameter_missing" | "parameter_unknown" | "parameters_exclusive" | "payment_limit_reached" | "permission_denied" | "processor_not_configured" | "rate_limited" | "request_headers_too_large" | "request_malformed" | "request_timeout" | "request_uri_too_long" | "resource_already_exists" | "resource_missing" | "route_missing" | "service_unavailable" | "unsupported_media_type" | "upstream_bad_response" | "upstream_timeout" | "upstream_unavailable" | "url_credentials_not_allowed" | "url_not_allowed" | "url_not_https";
         /**
          * @description Your key-value pairs: at most 50 keys of 1–40 characters without `[` or `]`, string
          *     values of up to 500 characters. On update it merges into the existing metadata; a key
@@ -3252,10 +3253,11 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Overloaded, or a dependency is down (a request with an Idempotency-Key when the idempotency store cannot be reached, a key that cannot be looked up). Retry with the same Idempotency-Key. Codes: `service_unavailable`. */
+        /** @description Overloaded, or a dependency is down (a request with an Idempotency-Key when the idempotency store cannot be reached, a key that cannot be looked up, the rate limiter where the operator has chosen to refuse requests it cannot check: then with Retry-After). Retry with the same Idempotency-Key. Codes: `service_unavailable`. */
         ServiceUnavailable: {
             headers: {
                 "Request-Id": components["headers"]["Request-Id"];
+                "Retry-After": components["headers"]["Retry-After-Unavailable"];
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
@@ -3419,6 +3421,8 @@ export interface components {
         "RateLimit-Reset": number;
         /** @description Seconds to wait before retrying. */
         "Retry-After": number;
+        /** @description Seconds to wait before retrying; sent when the rate limiter could not be asked and the gateway is set to refuse such requests. */
+        "Retry-After-Unavailable": number;
         /** @description `true` when this answer is the stored answer of an earlier request with the same Idempotency-Key. */
         "Idempotent-Replayed": "true";
         /** @description On a replayed answer, the id of the request that produced it. */

@@ -71,7 +71,7 @@ func TestRateLimitBuckets(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, k := range []domain.Key{test, test2, live, own, unlimited} {
-		d, ok := s.RateLimit(ctx, k)
+		d, ok := s.RateLimit(ctx, k, domain.AccessRead)
 		if k.ID() == unlimited.ID() {
 			if ok {
 				t.Fatalf("a key with rate_limit 0 was limited: %+v", d)
@@ -95,7 +95,7 @@ func TestRateLimitBuckets(t *testing.T) {
 
 	off := newService(t, newMemKeys(), newClock(), app.Options{Limiter: lim, Limits: app.Limits{LivePerSecond: 100}})
 	k, _ := mustCreate(t, off, "acct_b", false)
-	if _, ok := off.RateLimit(ctx, k); ok {
+	if _, ok := off.RateLimit(ctx, k, domain.AccessRead); ok {
 		t.Fatal("GATEWAY_RATE_LIMIT_TEST=0 still limits test mode")
 	}
 }
@@ -107,7 +107,7 @@ func TestRateLimitFailsOpen(t *testing.T) {
 		Limits: app.Limits{TestPerSecond: 1, AuthFailuresPerMinute: 1}})
 	k, _ := mustCreate(t, s, "acct_a", false)
 	for i := 0; i < 3; i++ {
-		if _, ok := s.RateLimit(context.Background(), k); ok {
+		if _, ok := s.RateLimit(context.Background(), k, domain.AccessRead); ok {
 			t.Fatal("a failing limiter limited a request; want fail open")
 		}
 		if _, blocked := s.AuthFailed(context.Background(), netip.MustParseAddr("192.0.2.1")); blocked {
@@ -157,7 +157,7 @@ func TestRateLimitLeases(t *testing.T) {
 	// At 25/s a batch is one request: every request asks the limiter (the last one's batch
 	// fetched ahead is one more call).
 	for i := 0; i < 5; i++ {
-		if _, ok := s.RateLimit(ctx, test); !ok {
+		if _, ok := s.RateLimit(ctx, test, domain.AccessRead); !ok {
 			t.Fatal("not limited")
 		}
 		s.WaitRefills()
@@ -168,7 +168,7 @@ func TestRateLimitLeases(t *testing.T) {
 	// At 5,000/s a batch is 100: 250 requests within the lease window cost 3 calls, and one
 	// more fetched ahead.
 	for i := 0; i < 250; i++ {
-		if d, ok := s.RateLimit(ctx, live); !ok || !d.Allowed {
+		if d, ok := s.RateLimit(ctx, live, domain.AccessRead); !ok || !d.Allowed {
 			t.Fatalf("request %d refused: %+v", i, d)
 		}
 	}
@@ -179,7 +179,7 @@ func TestRateLimitLeases(t *testing.T) {
 	// A lease not used up within its window is forfeited: the next request asks again.
 	before := lim.callsTo("acct:acct_a:live")
 	clk.advance(30 * time.Millisecond)
-	s.RateLimit(ctx, live)
+	s.RateLimit(ctx, live, domain.AccessRead)
 	if n := lim.callsTo("acct:acct_a:live"); n != before+1 {
 		t.Fatalf("limiter calls after the lease window = %d, want %d", n, before+1)
 	}
@@ -192,7 +192,7 @@ func TestRateLimitRefusalIsRemembered(t *testing.T) {
 	s := newService(t, newMemKeys(), clk, app.Options{Limiter: lim, Limits: app.Limits{TestPerSecond: 2}})
 	k, _ := mustCreate(t, s, "acct_a", false)
 	for i := 0; i < 2; i++ {
-		if d, _ := s.RateLimit(ctx, k); !d.Allowed {
+		if d, _ := s.RateLimit(ctx, k, domain.AccessRead); !d.Allowed {
 			t.Fatalf("request %d refused", i+1)
 		}
 	}
@@ -200,18 +200,18 @@ func TestRateLimitRefusalIsRemembered(t *testing.T) {
 	// requests are refused without asking.
 	s.WaitRefills()
 	calls := lim.callsTo("acct:acct_a:test")
-	d, ok := s.RateLimit(ctx, k)
+	d, ok := s.RateLimit(ctx, k, domain.AccessRead)
 	if !ok || d.Allowed || d.RetryAfter != 500*time.Millisecond || d.Remaining != 0 || lim.callsTo("acct:acct_a:test") != calls {
 		t.Fatalf("third request: %+v %v (%d calls, had %d), want refused for 0.5s without a call", d, ok, lim.callsTo("acct:acct_a:test"), calls)
 	}
 	clk.advance(time.Second)
-	d, ok = s.RateLimit(ctx, k)
+	d, ok = s.RateLimit(ctx, k, domain.AccessRead)
 	if !ok || d.Allowed || d.RetryAfter != 3*time.Second || d.Remaining != 0 {
 		t.Fatalf("after a second: %+v %v, want the limiter's refusal for 3s", d, ok)
 	}
 	calls = lim.callsTo("acct:acct_a:test")
 	clk.advance(time.Second)
-	if d, _ := s.RateLimit(ctx, k); d.Allowed || d.RetryAfter != 2*time.Second {
+	if d, _ := s.RateLimit(ctx, k, domain.AccessRead); d.Allowed || d.RetryAfter != 2*time.Second {
 		t.Fatalf("during the refusal: %+v", d)
 	}
 	if lim.callsTo("acct:acct_a:test") != calls {
@@ -297,7 +297,7 @@ func TestRateLimitFetchesAhead(t *testing.T) {
 		// within its window: the bucket is busy), the third is asked for ahead, after 50.
 		n := 0
 		for ; n < 199; n++ {
-			if d, ok := s.RateLimit(ctx, k); !ok || !d.Allowed {
+			if d, ok := s.RateLimit(ctx, k, domain.AccessRead); !ok || !d.Allowed {
 				break
 			}
 		}
@@ -327,7 +327,7 @@ func TestRateLimitFetchesAhead(t *testing.T) {
 	s.WaitRefills()
 	// The batch fetched ahead is there: the next 100 requests cost no call.
 	for i := 0; i < 100; i++ {
-		if d, ok := s.RateLimit(ctx, k); !ok || !d.Allowed {
+		if d, ok := s.RateLimit(ctx, k, domain.AccessRead); !ok || !d.Allowed {
 			t.Fatalf("request %d refused: %+v", i, d)
 		}
 	}
@@ -351,7 +351,7 @@ func TestRateLimitJoinsTheCallUnderWay(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			d, ok := s.RateLimit(ctx, k)
+			d, ok := s.RateLimit(ctx, k, domain.AccessRead)
 			allowed.Store(i, ok && d.Allowed)
 		}()
 	}
@@ -389,7 +389,7 @@ func TestRateLimitWaitingIsNeverARefusal(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for j := 0; j < 20; j++ {
-				if d, ok := s.RateLimit(ctx, k); ok && !d.Allowed {
+				if d, ok := s.RateLimit(ctx, k, domain.AccessRead); ok && !d.Allowed {
 					t.Errorf("refused without Redis refusing: %+v", d)
 					return
 				}

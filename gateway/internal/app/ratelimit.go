@@ -33,6 +33,47 @@ type RateDecision struct {
 	RetryAfter time.Duration
 	// ResetAfter is how long until the bucket is full again.
 	ResetAfter time.Duration
+	// Unavailable is set, with Allowed false, when the limiter could not be asked and the
+	// policy for the request's access is FailClosed: the request is refused (503), not
+	// limited (429), and has no RateLimit-* figures.
+	Unavailable bool
+}
+
+// FailMode is what happens to a request whose rate limit cannot be checked (the limiter
+// failed or outlasted Limits.Timeout, or did within limiterPause).
+type FailMode int
+
+const (
+	// FailOpen lets the request through unlimited: a limiter outage is not an API outage.
+	FailOpen FailMode = iota
+	// FailClosed refuses the request (RateDecision.Unavailable): no request goes unlimited.
+	FailClosed
+)
+
+// String returns the mode as GATEWAY_RATE_LIMIT_UNAVAILABLE_* spells it.
+func (m FailMode) String() string {
+	if m == FailClosed {
+		return "closed"
+	}
+	return "open"
+}
+
+// ParseFailMode reads "open" or "closed".
+func ParseFailMode(s string) (FailMode, bool) {
+	switch s {
+	case "open":
+		return FailOpen, true
+	case "closed":
+		return FailClosed, true
+	}
+	return FailOpen, false
+}
+
+// LimiterMonitor is told of every request whose rate limit could not be checked, with its
+// access (read: GET and HEAD; write: the rest) and the mode applied, so an outage shows on a
+// dashboard and not only in the (throttled) log.
+type LimiterMonitor interface {
+	LimiterUnavailable(ctx context.Context, access domain.Access, mode FailMode)
 }
 
 // Limits are the default rate limits. 0 turns a limit off.
@@ -49,6 +90,17 @@ type Limits struct {
 	// every request. A call that outlasts it fails open: the request is let through and
 	// limits pause for limiterPause.
 	Timeout time.Duration
+	// UnavailableRead and UnavailableWrite are what happens to reads (GET, HEAD) and writes
+	// (every other method) whose rate limit cannot be checked. Both default to FailOpen.
+	UnavailableRead, UnavailableWrite FailMode
+}
+
+// failMode is the mode of requests of access when the limiter is unavailable.
+func (l Limits) failMode(access domain.Access) FailMode {
+	if access == domain.AccessRead {
+		return l.UnavailableRead
+	}
+	return l.UnavailableWrite
 }
 
 // DefaultRateTimeout is Limits.Timeout's default (GATEWAY_RATE_LIMIT_TIMEOUT).
@@ -94,11 +146,12 @@ const (
 )
 
 // RateLimit takes one request of key from its bucket: the key's own when it has a rate limit
-// of its own, else its account's in its mode. ok is false when no limit applies: the limit
-// is off, or the limiter failed, in which case the request is let through (fail open) and a
-// warning logged, because refusing every request while Redis is down would turn a Redis
-// outage into an outage of the whole API.
-func (s *Service) RateLimit(ctx context.Context, k domain.Key) (d RateDecision, ok bool) {
+// of its own, else its account's in its mode. access is the request's: AccessRead for GET and
+// HEAD, AccessWrite for the rest. ok is false when no limit applies: the limit is off, or the
+// limiter is unavailable and the access's mode is FailOpen (the request is let through). When
+// it is unavailable and the mode is FailClosed the decision is Unavailable. Either way the
+// monitor counts the request and a warning is logged (at most one per 10 s).
+func (s *Service) RateLimit(ctx context.Context, k domain.Key, access domain.Access) (d RateDecision, ok bool) {
 	if s.limiter == nil {
 		return RateDecision{}, false
 	}
@@ -117,7 +170,7 @@ func (s *Service) RateLimit(ctx context.Context, k domain.Key) (d RateDecision, 
 	}
 	now := s.now()
 	if s.leases.paused(now) {
-		return RateDecision{}, false
+		return s.unavailable(ctx, access)
 	}
 	l := s.leases.get(bucket, rate, now)
 	batch := min(max(rate/leaseDivisor, 1), maxLease)
@@ -151,12 +204,12 @@ func (s *Service) RateLimit(ctx context.Context, k domain.Key) (d RateDecision, 
 				// batches, or they were forfeited before it ran again): a call of its own,
 				// beside the one under way. Only Redis refuses a request.
 				l.mu.Unlock()
-				return s.refill(ctx, l, nil, batch, true)
+				return s.mine(ctx, access, l, nil, batch)
 			}
 			l.mu.Unlock()
 			<-c.done
 			if c.failed {
-				return RateDecision{}, false
+				return s.unavailable(ctx, access)
 			}
 			now = s.now()
 			l.mu.Lock()
@@ -166,8 +219,33 @@ func (s *Service) RateLimit(ctx context.Context, k domain.Key) (d RateDecision, 
 		l.busy = now.Before(l.until)
 		c := l.startCall()
 		l.mu.Unlock()
-		return s.refill(ctx, l, c, batch, true)
+		return s.mine(ctx, access, l, c, batch)
 	}
+}
+
+// mine is refill for the request that makes the call: its decision, or the policy's when the
+// limiter failed.
+func (s *Service) mine(ctx context.Context, access domain.Access, l *lease, c *leaseCall, n int) (RateDecision, bool) {
+	if d, ok := s.refill(ctx, l, c, n, true); ok {
+		return d, true
+	}
+	return s.unavailable(ctx, access)
+}
+
+// unavailable is the decision for a request of access whose rate limit cannot be checked: let
+// through (FailOpen: ok false) or refused (FailClosed: Unavailable). The request is counted
+// and a warning, with the last limiter error, logged at most once per 10 s.
+func (s *Service) unavailable(ctx context.Context, access domain.Access) (RateDecision, bool) {
+	mode := s.limits.failMode(access)
+	if s.monitor != nil {
+		s.monitor.LimiterUnavailable(ctx, access, mode)
+	}
+	s.redisLog.warn(ctx, "rate limit not checked: the limiter is unavailable", s.leases.lastErr(),
+		"access", access.String(), "policy", mode.String())
+	if mode == FailClosed {
+		return RateDecision{Unavailable: true}, true
+	}
+	return RateDecision{}, false
 }
 
 // maxJoins bounds how many limiter calls of other requests a request waits for before it
@@ -188,7 +266,8 @@ func (l *lease) refused(now time.Time, retry time.Duration) RateDecision {
 // refill takes up to n requests of l's bucket from the limiter into the lease. c is the call
 // the lease's waiters wait for (nil: nobody waits for this one). For the request that made the
 // call (mine), it returns that request's decision: one of the batch, or the refusal; ok is
-// false when the limiter failed (rate limits are then paused: fail open).
+// false when the limiter failed (rate limits are then paused, and the caller applies the
+// policy: Service.unavailable).
 func (s *Service) refill(ctx context.Context, l *lease, c *leaseCall, n int, mine bool) (d RateDecision, ok bool) {
 	cctx, cancel := context.WithTimeout(ctx, s.limits.rateTimeout())
 	got, err := s.limiter.Take(cctx, l.bucket, l.rate, l.rate, time.Second, n)
@@ -208,8 +287,7 @@ func (s *Service) refill(ctx context.Context, l *lease, c *leaseCall, n int, min
 		if c != nil {
 			c.failed = true
 		}
-		s.leases.pause(now.Add(limiterPause))
-		s.redisLog.warn(ctx, "rate limit not enforced: the limiter is unavailable (failing open)", err)
+		s.leases.pause(now.Add(limiterPause), err)
 		return RateDecision{}, false
 	}
 	l.resetAt = now.Add(got.ResetAfter)
@@ -257,6 +335,8 @@ type leaseTable struct {
 	mu          sync.RWMutex
 	m           map[bucketKey]*lease
 	pausedUntil atomic.Int64 // Unix nanoseconds; 0: never paused
+	// err is the limiter's last failure, for the log lines of the requests in its pause.
+	err atomic.Pointer[error]
 }
 
 // lease is what this replica may hand out of one bucket.
@@ -321,8 +401,17 @@ func (t *leaseTable) paused(now time.Time) bool {
 	return now.UnixNano() < t.pausedUntil.Load()
 }
 
-func (t *leaseTable) pause(until time.Time) {
+func (t *leaseTable) pause(until time.Time, err error) {
+	t.err.Store(&err)
 	t.pausedUntil.Store(until.UnixNano())
+}
+
+// lastErr is the limiter's last failure (nil if it never failed).
+func (t *leaseTable) lastErr() error {
+	if p := t.err.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // Blocked reports whether the client address ip is blocked for failing authentication too
@@ -379,7 +468,7 @@ func (g *AuthGuard) AuthFailed(ctx context.Context, ip netip.Addr) (time.Duratio
 	defer cancel()
 	d, err := s.limiter.Take(ctx, g.bucket+ip.String(), n, n, time.Minute, 1)
 	if err != nil {
-		s.leases.pause(s.now().Add(limiterPause))
+		s.leases.pause(s.now().Add(limiterPause), err)
 		s.redisLog.warn(ctx, "failed-authentication limit ("+g.what+") not enforced: the limiter is unavailable (failing open)", err)
 		return 0, false
 	}
@@ -437,7 +526,7 @@ type throttledLog struct {
 	suppress int
 }
 
-func (t *throttledLog) warn(ctx context.Context, msg string, err error) {
+func (t *throttledLog) warn(ctx context.Context, msg string, err error, attrs ...any) {
 	t.mu.Lock()
 	now := time.Now()
 	if now.Sub(t.last) < t.every {
@@ -448,5 +537,9 @@ func (t *throttledLog) warn(ctx context.Context, msg string, err error) {
 	n := t.suppress
 	t.last, t.suppress = now, 0
 	t.mu.Unlock()
-	t.log.WarnContext(ctx, msg, "error", err.Error(), "suppressed_since_last", n)
+	errText := "none recorded"
+	if err != nil {
+		errText = err.Error()
+	}
+	t.log.WarnContext(ctx, msg, append(attrs, "error", errText, "suppressed_since_last", n)...)
 }

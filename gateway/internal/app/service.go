@@ -41,6 +41,8 @@ type Options struct {
 	Limiter RateLimiter
 	// Limits are the default rate limits of each mode and of failed authentications.
 	Limits Limits
+	// Monitor counts requests whose rate limit could not be checked; nil counts nothing.
+	Monitor LimiterMonitor
 	// Idempotency stores idempotency keys and responses; nil answers every request that
 	// carries a key with ErrIdempotencyUnavailable.
 	Idempotency IdempotencyStore
@@ -65,6 +67,7 @@ type Service struct {
 
 	limiter  RateLimiter
 	limits   Limits
+	monitor  LimiterMonitor
 	leases   *leaseTable
 	refills  sync.WaitGroup // batches fetched ahead, in the background
 	redisLog *throttledLog
@@ -105,6 +108,7 @@ func New(keys domain.KeyRepository, log *slog.Logger, opt Options) *Service {
 		usage:       newUsageRecorder(keys, log, opt.LastUsedInterval),
 		limiter:     opt.Limiter,
 		limits:      opt.Limits,
+		monitor:     opt.Monitor,
 		leases:      newLeaseTable(),
 		redisLog:    &throttledLog{log: log, every: 10 * time.Second},
 		idem:        opt.Idempotency,

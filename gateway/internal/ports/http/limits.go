@@ -46,6 +46,15 @@ func rateLimited(c *fiber.Ctx, retry time.Duration) *apierr.Error {
 		"Too many requests hit the API too quickly for this account and mode. Retry after the number of seconds in Retry-After, and spread requests out (see the RateLimit-* headers).")
 }
 
+// limiterUnavailable is the 503 of a request whose rate limit cannot be checked while the
+// policy for its access is closed (GATEWAY_RATE_LIMIT_UNAVAILABLE_*). It is a 5xx, so an
+// idempotent request's answer is not kept: a retry runs.
+func limiterUnavailable(c *fiber.Ctx) *apierr.Error {
+	c.Set(fiber.HeaderRetryAfter, "1")
+	return apierr.New(http.StatusServiceUnavailable, apierr.API, apierr.CodeServiceUnavailable,
+		"Rate limits cannot be checked right now, so this request was not run. Retry it after the number of seconds in Retry-After.")
+}
+
 // AuthLimit is the failed-authentication limit of one listener (app.AuthGuard; the public
 // listener's is part of Limits).
 type AuthLimit interface {

@@ -41,8 +41,9 @@ type Authenticator interface {
 
 // Limits are the rate limits (app.Service).
 type Limits interface {
-	// RateLimit takes one request of the key; ok false when no limit applies.
-	RateLimit(ctx context.Context, k domain.Key) (d app.RateDecision, ok bool)
+	// RateLimit takes one request of the key for a read (GET, HEAD) or a write; ok false when
+	// no limit applies (d.Unavailable: the limiter is unavailable and the policy refuses).
+	RateLimit(ctx context.Context, k domain.Key, access domain.Access) (d app.RateDecision, ok bool)
 	// Blocked reports whether a client address is blocked for failed authentications.
 	Blocked(ip netip.Addr) (time.Duration, bool)
 	// AuthFailed counts a failed authentication and reports whether the address is now
@@ -137,11 +138,13 @@ func NewPublic(cfg PublicConfig) *fiber.App {
 		RequestIDs:     cfg.IDs,
 	})
 	// Bodies are read by the handler, not by the server: the limit depends on the route, and
-	// uploads go to the service as they arrive instead of being held whole in memory. fiberx
-	// does not expose these settings, so they are set on its fasthttp server directly.
+	// uploads go to the service as they arrive instead of being held whole in memory. The read
+	// buffer bounds the request line and headers (publicReadBuffer). fiberx does not expose
+	// these settings, so they are set on its fasthttp server directly.
 	srv := app.Server()
 	srv.StreamRequestBody = true
 	srv.DisablePreParseMultipartForm = true
+	srv.ReadBufferSize = publicReadBuffer
 	guardServer(app, cfg.IDs)
 
 	app.Use(p.guardBody)
@@ -161,7 +164,14 @@ func (p *public) serve(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if d, ok := p.limits.RateLimit(c.UserContext(), key); ok {
+	access := domain.AccessWrite
+	if m := c.Method(); m == fiber.MethodGet || m == fiber.MethodHead {
+		access = domain.AccessRead
+	}
+	if d, ok := p.limits.RateLimit(c.UserContext(), key, access); ok {
+		if d.Unavailable {
+			return limiterUnavailable(c)
+		}
 		setRateHeaders(c, d)
 		if !d.Allowed {
 			return rateLimited(c, d.RetryAfter)

@@ -19,6 +19,7 @@ const (
 	codeRequestMalformed      = "request_malformed"
 	codeRequestHeadersTooBig  = "request_headers_too_large"
 	codeRequestTimeout        = "request_timeout"
+	codeRequestURITooLong     = "request_uri_too_long"
 	requestHeaderFieldsTooBig = 431
 )
 
@@ -31,7 +32,9 @@ const allowedMethods = "GET, HEAD, POST, DELETE"
 //   - a method Fiber does not know (Fiber would send a plain-text 400 and, with body
 //     streaming on, leave the body on the connection to be parsed as the next request);
 //   - a request fasthttp cannot parse (malformed, headers too large, too slow);
-//   - a request whose framing fasthttp would accept but RFC 9112 refuses (checkFraming).
+//   - a request whose framing fasthttp would accept but RFC 9112 refuses (checkFraming);
+//   - a request target over MaxRequestTarget, or a request line that does not fit the read
+//     buffer at all (414; told from headers too large by WrapListener's count).
 //
 // Both end the connection: after either, the byte stream cannot be trusted.
 func guardServer(app *fiber.App, gen *ids.Generator) {
@@ -45,6 +48,10 @@ func guardServer(app *fiber.App, gen *ids.Generator) {
 		ctx.Response.Header.DisableNormalizing()
 		if e := checkFraming(&ctx.Request.Header); e != nil {
 			writeRaw(ctx, gen, e)
+			return
+		}
+		if len(ctx.Request.Header.RequestURI()) > MaxRequestTarget {
+			writeRaw(ctx, gen, uriTooLong())
 			return
 		}
 		if !ctx.Request.Header.IsHTTP11() {
@@ -63,6 +70,8 @@ func guardServer(app *fiber.App, gen *ids.Generator) {
 		var small *fasthttp.ErrSmallBuffer
 		var ne net.Error
 		switch {
+		case errors.As(err, &small) && requestLineUnended(ctx.Conn(), readBufferSize(srv)):
+			writeRaw(ctx, gen, uriTooLong())
 		case errors.As(err, &small):
 			writeRaw(ctx, gen, apierr.New(requestHeaderFieldsTooBig, apierr.InvalidRequest, codeRequestHeadersTooBig,
 				"The request headers are too large."))
@@ -81,6 +90,19 @@ func guardServer(app *fiber.App, gen *ids.Generator) {
 				"The request is not valid HTTP/1.1."))
 		}
 	}
+}
+
+func uriTooLong() *apierr.Error {
+	return apierr.New(fiber.StatusRequestURITooLong, apierr.InvalidRequest, codeRequestURITooLong,
+		fmt.Sprintf("The request target (path and query) is longer than the limit of %d bytes.", MaxRequestTarget))
+}
+
+// readBufferSize is the server's read buffer as fasthttp uses it (its default when unset).
+func readBufferSize(srv *fasthttp.Server) int {
+	if srv.ReadBufferSize > 0 {
+		return srv.ReadBufferSize
+	}
+	return fiber.DefaultReadBufferSize
 }
 
 func knownMethod(m []byte) bool {
