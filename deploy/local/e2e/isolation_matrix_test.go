@@ -171,6 +171,19 @@ type expectation struct {
 	code   string
 }
 
+// errorTypes are the error types of the matrix's statuses (docs/api.md, "Errors").
+var errorTypes = map[int]string{
+	http.StatusUnauthorized: "authentication_error",
+	http.StatusForbidden:    "permission_error",
+	http.StatusNotFound:     "invalid_request_error",
+}
+
+func (r response) errMessage() string {
+	e, _ := r.Body["error"].(map[string]any)
+	m, _ := e["message"].(string)
+	return m
+}
+
 // matrixCaller is one kind of caller that must not reach A's test-mode objects.
 type matrixCaller struct {
 	name string
@@ -407,8 +420,12 @@ func TestIsolationMatrix(t *testing.T) {
 			}
 			perCaller[c.name]++
 			res := send(t, base, op, fixtures, c.key(op))
-			if res.Status != want.status || res.errCode() != want.code {
-				t.Errorf("%s with %s: %d %s, want %d %s", op, c.name, res.Status, tail(string(res.Raw), 5), want.status, want.code)
+			if res.Status != want.status || res.errCode() != want.code || res.errType() != errorTypes[want.status] {
+				t.Errorf("%s with %s: %d %s, want %d %s %s", op, c.name, res.Status, res.Raw, want.status, errorTypes[want.status], want.code)
+			}
+			// docs/api.md: a 403's message names the resource and the access it needs.
+			if r, _ := permissionOf(op.Path); res.Status == http.StatusForbidden && !strings.Contains(res.errMessage(), r) {
+				t.Errorf("%s with %s: the 403 does not name %s: %s", op, c.name, r, res.Raw)
 			}
 		}
 	}
@@ -420,7 +437,7 @@ func TestIsolationMatrix(t *testing.T) {
 		} {
 			adminRequests++
 			res := send(t, p.AdminURL, op, adminFixtures, token.value)
-			if res.Status != http.StatusUnauthorized || res.errCode() != "admin_token_invalid" {
+			if res.Status != http.StatusUnauthorized || res.errCode() != "admin_token_invalid" || res.errType() != "authentication_error" {
 				t.Errorf("admin %s with %s: %d %s, want 401 admin_token_invalid", op, token.name, res.Status, tail(string(res.Raw), 5))
 			}
 		}
