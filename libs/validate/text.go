@@ -2,6 +2,8 @@ package validate
 
 import (
 	"fmt"
+	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -50,6 +52,16 @@ func textProblem(s string, lines bool) string {
 		}
 	}
 	return ""
+}
+
+// TrimSpace trims the white space around s that Text accepts in such a field (lines: a
+// multi-line one), for fields stored trimmed. A control character is never trimmed away, so a
+// value ending in NUL, NEL (U+0085) or, in a single-line field, a line feed is refused by Text
+// rather than silently cut.
+func TrimSpace(s string, lines bool) string {
+	return strings.TrimFunc(s, func(r rune) bool {
+		return unicode.IsSpace(r) && (!IsControl(r) || lines && isLineBreak(r))
+	})
 }
 
 // IsControl reports whether Text refuses r in a single-line field: a C0 control, DEL, a C1

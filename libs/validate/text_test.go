@@ -103,6 +103,28 @@ func TestIsControl(t *testing.T) {
 	}
 }
 
+func TestTrimSpace(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in    string
+		lines bool
+		want  string
+	}{
+		{"  Jane \u00a0\u3000", false, "Jane"},
+		{"Jane\n", false, "Jane\n"},
+		{"\tJane", false, "\tJane"},
+		{"Jane\u0085", false, "Jane\u0085"},
+		{"Jane\u0085", true, "Jane\u0085"},
+		{"Jane\x00 ", false, "Jane\x00"},
+		{"\r\n Note\t\n\u2029", true, "Note"},
+		{"\u2028Jane", false, "\u2028Jane"},
+	} {
+		if got := TrimSpace(tc.in, tc.lines); got != tc.want {
+			t.Errorf("TrimSpace(%q, %v) = %q, want %q", tc.in, tc.lines, got, tc.want)
+		}
+	}
+}
+
 func FuzzText(f *testing.F) {
 	for _, tc := range textCases {
 		f.Add(tc.in, tc.lines)
