@@ -92,7 +92,8 @@ fuzz: ## Fuzz the gateway's listener (60 s), the request parsers (30 s each, col
 	go test -run '^$$' -fuzz FuzzPhone -fuzztime 10s ./libs/validate
 	go test -run '^$$' -fuzz FuzzDate -fuzztime 10s ./libs/validate
 	go test -run '^$$' -fuzz FuzzEmail -fuzztime 10s ./libs/validate
-	go test -run '^$$' -fuzz FuzzHTTPSURL -fuzztime 10s ./libs/validate
+	go test -run '^$$' -fuzz FuzzText -fuzztime 10s ./libs/validate
+	go test -run '^$$' -fuzz FuzzParseHTTPSURL -fuzztime 10s ./libs/validate
 	go test -run '^$$' -fuzz FuzzReadForm -fuzztime 30s ./collections-svc/internal/ports/http
 	go test -run '^$$' -fuzz '^FuzzSniff$$' -fuzztime 30s ./collections-svc/internal/domain
 	go test -run '^$$' -fuzz FuzzCleanFilename -fuzztime 10s ./collections-svc/internal/domain

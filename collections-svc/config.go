@@ -48,13 +48,21 @@ func loadConfig(getenv config.Getenv) (Config, error) {
 		},
 	}
 	errs := []error{baseErr, r.Err()}
-	if cfg.Partner.Name == "" || len(cfg.Partner.Name) > domain.MaxNameLen {
+	if cfg.Partner.Name == "" {
 		errs = append(errs, fmt.Errorf("COLLECTIONS_PARTNER_NAME must be 1 to %d characters", domain.MaxNameLen))
+	} else if err := validate.Text("COLLECTIONS_PARTNER_NAME", cfg.Partner.Name, domain.MaxNameLen, false); err != nil {
+		errs = append(errs, err)
+	}
+	// The site is shown in the normal form of the API's one URL parser, as any URL a client
+	// gives is.
+	site, siteErr := validate.ParseHTTPSURL("COLLECTIONS_PARTNER_SITE", cfg.Partner.Site, 2048)
+	if siteErr == nil {
+		cfg.Partner.Site = site.String()
 	}
 	for _, check := range []error{
 		validate.Email("COLLECTIONS_PARTNER_EMAIL", cfg.Partner.Email),
 		validate.Phone("COLLECTIONS_PARTNER_PHONE", cfg.Partner.Phone),
-		validate.HTTPSURL("COLLECTIONS_PARTNER_SITE", cfg.Partner.Site, 2048),
+		siteErr,
 	} {
 		if check != nil {
 			errs = append(errs, check)

@@ -100,6 +100,7 @@ func TestFiles(t *testing.T) {
 			{"file as a text field", []part{{name: "file", body: testfiles.PDF()}, docType}, 400, "parameter_invalid", "file"},
 			{"description too long", []part{pdf, docType, {name: "description", body: bytes.Repeat([]byte("d"), domain.MaxDescriptionLen+1)}}, 400, "parameter_invalid", "description"},
 			{"description not UTF-8", []part{pdf, docType, {name: "description", body: []byte{0xff}}}, 400, "parameter_invalid", "description"},
+			{"description with NUL", []part{pdf, docType, {name: "description", body: []byte("a\x00b")}}, 400, "parameter_invalid", "description"},
 		} {
 			r := upload(t, c, id, tc.parts...)
 			if r.Status != tc.status || r.ErrCode() != tc.code || r.ErrParam() != tc.param {

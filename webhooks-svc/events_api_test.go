@@ -242,12 +242,18 @@ func TestPrivateURLsAreRefused(t *testing.T) {
 	t.Parallel()
 	c := start(t, "WEBHOOKS_ALLOW_PRIVATE", "").client(t)
 	for _, host := range []string{
-		"127.0.0.1", "[::1]", "[::ffff:127.0.0.1]", "2130706433", "0x7f000001", "017700000001", "0.0.0.0", "[::]",
+		"127.0.0.1", "[::1]", "[::ffff:127.0.0.1]", "0x7f000001", "0.0.0.0", "[::]",
 		"10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "100.64.0.1", "[fd00::1]", "[fe80::1]",
-		"224.0.0.1", "localhost", "api.localhost", "LOCALHOST.",
+		"224.0.0.1", "localhost", "api.localhost", "LOCALHOST",
 	} {
 		c.do("POST", "/v1/webhook_endpoints", `{"url":"https://`+host+`/hook","enabled_events":["*"]}`).
 			wantError(t, 400, "invalid_request_error", "url_not_allowed", "url")
+	}
+	// Address forms that resolvers read differently, and a trailing dot, do not pass the URL
+	// parser at all (libs/validate.ParseHTTPSURL).
+	for _, host := range []string{"2130706433", "017700000001", "0177.0.0.1", "127.1", "LOCALHOST."} {
+		c.do("POST", "/v1/webhook_endpoints", `{"url":"https://`+host+`/hook","enabled_events":["*"]}`).
+			wantError(t, 400, "invalid_request_error", "parameter_invalid", "url")
 	}
 	id := c.createEndpoint("https://example.invalid/hook", "*").str("id")
 	c.do("POST", "/v1/webhook_endpoints/"+id, `{"url":"https://192.168.0.10/"}`).

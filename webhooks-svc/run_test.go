@@ -221,16 +221,31 @@ func TestCRUD(t *testing.T) {
 	c.do("POST", "/v1/webhook_endpoints/"+id, `{"status":"disabled"}`).wantError(t, 404, "invalid_request_error", "resource_missing", "id")
 }
 
+// TestCreateRefusesControlCharacters: free text with a control character is a 400 naming the
+// parameter (validate.Text), and nothing is created.
+func TestCreateRefusesControlCharacters(t *testing.T) {
+	t.Parallel()
+	c := start(t).client(t)
+	for _, tc := range []struct{ body, param string }{
+		{`{"url":"https://example.invalid/h","enabled_events":["*"],"description":"a\u0000b"}`, "description"},
+		{`{"url":"https://example.invalid/h","enabled_events":["*"],"metadata":{"k\u0000":"v"}}`, "metadata"},
+		{`{"url":"https://example.invalid/h","enabled_events":["*"],"metadata":{"k":"\u001b[2J"}}`, "metadata[k]"},
+		{`{"url":"https://example.invalid/h#frag","enabled_events":["*"]}`, "url"},
+	} {
+		c.do("POST", "/v1/webhook_endpoints", tc.body).wantError(t, 400, "invalid_request_error", "parameter_invalid", tc.param)
+	}
+}
+
 func TestCreateOptionalFields(t *testing.T) {
 	t.Parallel()
 	c := start(t).client(t)
 	r := c.create(`{"url":"https://example.invalid/h","enabled_events":["*"],"description":"main","api_version":"` +
-		events.APIVersion + `","metadata":{"a":"1","b":"","dotted.key":"2","$dollar":"3","nul\u0000":"4"}}`)
+		events.APIVersion + `","metadata":{"a":"1","b":"","dotted.key":"2","$dollar":"3","ünï code":"4"}}`)
 	if r.str("description") != "main" || r.str("api_version") != events.APIVersion {
 		t.Fatalf("%s", r.raw)
 	}
 	// An empty value stores nothing; any other key is kept as sent.
-	want := map[string]any{"a": "1", "dotted.key": "2", "$dollar": "3", "nul\x00": "4"}
+	want := map[string]any{"a": "1", "dotted.key": "2", "$dollar": "3", "ünï code": "4"}
 	if md, _ := r.body["metadata"].(map[string]any); fmt.Sprint(md) != fmt.Sprint(want) {
 		t.Fatalf("metadata %q, want %q", md, want)
 	}

@@ -3228,8 +3228,9 @@ type CollectionCase struct {
 	// IsTest True for a case made with a test key.
 	IsTest bool `json:"is_test"`
 
-	// Metadata Your key-value pairs: at most 50 keys of 1–40 characters without `[` or `]`, string
-	// values of up to 500 characters. On update it merges into the existing metadata; a key
+	// Metadata Your key-value pairs: at most 50 keys of 1–40 characters without `[` or `]` or control
+	// characters, string values of up to 500 characters without control characters but tab,
+	// line feed and carriage return. On update it merges into the existing metadata; a key
 	// set to `""` is removed.
 	Metadata Metadata             `json:"metadata"`
 	Object   CollectionCaseObject `json:"object"`
@@ -3417,7 +3418,7 @@ type CreateWebhookEndpointBody struct {
 	// ApiVersion The API version the endpoint's events are rendered in; fixed for the endpoint's life. Default the current one.
 	ApiVersion *CreateWebhookEndpointBodyApiVersion `json:"api_version,omitempty"`
 
-	// Description For your own use.
+	// Description For your own use; multi-line text (no control characters but tab, line feed and carriage return).
 	Description *string `json:"description,omitempty"`
 
 	// EnabledEvents The event types to receive (repeats are dropped), or `*` for every type, including types added later.
@@ -3427,7 +3428,10 @@ type CreateWebhookEndpointBody struct {
 	// Url Where to deliver: an absolute `https://` URL with a host, at most 2,048
 	// characters; ports, paths and query strings are fine. Not `http://`
 	// (`url_not_https`), no user name or password (`url_credentials_not_allowed`), not a
-	// private, loopback or internal address (`url_not_allowed`).
+	// private, loopback or internal address (`url_not_allowed`). Strictly RFC 3986:
+	// printable ASCII (percent-encode the rest; international domain names in their
+	// `xn--` form), well-formed `%` escapes, a port of 1–65535, no fragment
+	// (`parameter_invalid`). Stored with scheme and host in lower case.
 	Url string `json:"url"`
 }
 
@@ -3823,8 +3827,9 @@ type EventTypeListUrl string
 // reserved for products it does not offer yet.
 type EventTypeName string
 
-// Metadata Your key-value pairs: at most 50 keys of 1–40 characters without `[` or `]`, string
-// values of up to 500 characters. On update it merges into the existing metadata; a key
+// Metadata Your key-value pairs: at most 50 keys of 1–40 characters without `[` or `]` or control
+// characters, string values of up to 500 characters without control characters but tab,
+// line feed and carriage return. On update it merges into the existing metadata; a key
 // set to `""` is removed.
 type Metadata map[string]string
 
@@ -3858,8 +3863,9 @@ type PaymentAgreement struct {
 	Id       string    `json:"id"`
 	Livemode bool      `json:"livemode"`
 
-	// Metadata Your key-value pairs: at most 50 keys of 1–40 characters without `[` or `]`, string
-	// values of up to 500 characters. On update it merges into the existing metadata; a key
+	// Metadata Your key-value pairs: at most 50 keys of 1–40 characters without `[` or `]` or control
+	// characters, string values of up to 500 characters without control characters but tab,
+	// line feed and carriage return. On update it merges into the existing metadata; a key
 	// set to `""` is removed.
 	Metadata Metadata               `json:"metadata"`
 	Object   PaymentAgreementObject `json:"object"`
@@ -4085,8 +4091,9 @@ type PaymentRequest struct {
 	Id            string  `json:"id"`
 	Livemode      bool    `json:"livemode"`
 
-	// Metadata Your key-value pairs: at most 50 keys of 1–40 characters without `[` or `]`, string
-	// values of up to 500 characters. On update it merges into the existing metadata; a key
+	// Metadata Your key-value pairs: at most 50 keys of 1–40 characters without `[` or `]` or control
+	// characters, string values of up to 500 characters without control characters but tab,
+	// line feed and carriage return. On update it merges into the existing metadata; a key
 	// set to `""` is removed.
 	Metadata Metadata `json:"metadata"`
 
@@ -4277,7 +4284,7 @@ type PaymentRequestParams struct {
 	// Currency An ISO 4217 code of a currency in circulation, any case; shown lower-case.
 	Currency string `json:"currency"`
 
-	// Description Up to 1000 characters, without control characters (line breaks included).
+	// Description Up to 1000 characters of multi-line text (no control characters but tab, line feed and carriage return).
 	Description *string   `json:"description,omitempty"`
 	Metadata    *Metadata `json:"metadata,omitempty"`
 
@@ -4490,8 +4497,9 @@ type VerificationSession struct {
 	LastError *VerificationLastError `json:"last_error"`
 	Livemode  bool                   `json:"livemode"`
 
-	// Metadata Your key-value pairs: at most 50 keys of 1–40 characters without `[` or `]`, string
-	// values of up to 500 characters. On update it merges into the existing metadata; a key
+	// Metadata Your key-value pairs: at most 50 keys of 1–40 characters without `[` or `]` or control
+	// characters, string values of up to 500 characters without control characters but tab,
+	// line feed and carriage return. On update it merges into the existing metadata; a key
 	// set to `""` is removed.
 	Metadata Metadata                  `json:"metadata"`
 	Object   VerificationSessionObject `json:"object"`
@@ -4650,8 +4658,9 @@ type VerificationSessionWithSecrets struct {
 	LastError *VerificationLastError `json:"last_error"`
 	Livemode  bool                   `json:"livemode"`
 
-	// Metadata Your key-value pairs: at most 50 keys of 1–40 characters without `[` or `]`, string
-	// values of up to 500 characters. On update it merges into the existing metadata; a key
+	// Metadata Your key-value pairs: at most 50 keys of 1–40 characters without `[` or `]` or control
+	// characters, string values of up to 500 characters without control characters but tab,
+	// line feed and carriage return. On update it merges into the existing metadata; a key
 	// set to `""` is removed.
 	Metadata Metadata                             `json:"metadata"`
 	Object   VerificationSessionWithSecretsObject `json:"object"`
@@ -4790,8 +4799,9 @@ type WebhookEndpoint struct {
 	Id            string         `json:"id"`
 	Livemode      bool           `json:"livemode"`
 
-	// Metadata Your key-value pairs: at most 50 keys of 1–40 characters without `[` or `]`, string
-	// values of up to 500 characters. On update it merges into the existing metadata; a key
+	// Metadata Your key-value pairs: at most 50 keys of 1–40 characters without `[` or `]` or control
+	// characters, string values of up to 500 characters without control characters but tab,
+	// line feed and carriage return. On update it merges into the existing metadata; a key
 	// set to `""` is removed.
 	Metadata Metadata              `json:"metadata"`
 	Object   WebhookEndpointObject `json:"object"`
@@ -4801,7 +4811,7 @@ type WebhookEndpoint struct {
 	// A disabled endpoint gets no deliveries.
 	Status WebhookEndpointStatus `json:"status"`
 
-	// Url Where deliveries are POSTed, as given.
+	// Url Where deliveries are POSTed, with scheme and host in lower case and the rest as given.
 	Url string `json:"url"`
 }
 
@@ -4989,8 +4999,9 @@ type WebhookEndpointUpdatedEvent struct {
 			Description   *string         `json:"description,omitempty"`
 			EnabledEvents *[]EnabledEvent `json:"enabled_events,omitempty"`
 
-			// Metadata Your key-value pairs: at most 50 keys of 1–40 characters without `[` or `]`, string
-			// values of up to 500 characters. On update it merges into the existing metadata; a key
+			// Metadata Your key-value pairs: at most 50 keys of 1–40 characters without `[` or `]` or control
+			// characters, string values of up to 500 characters without control characters but tab,
+			// line feed and carriage return. On update it merges into the existing metadata; a key
 			// set to `""` is removed.
 			Metadata *Metadata                                                `json:"metadata,omitempty"`
 			Status   *WebhookEndpointUpdatedEventDataPreviousAttributesStatus `json:"status,omitempty"`
@@ -5043,8 +5054,9 @@ type WebhookEndpointWithSecret struct {
 	Id            string         `json:"id"`
 	Livemode      bool           `json:"livemode"`
 
-	// Metadata Your key-value pairs: at most 50 keys of 1–40 characters without `[` or `]`, string
-	// values of up to 500 characters. On update it merges into the existing metadata; a key
+	// Metadata Your key-value pairs: at most 50 keys of 1–40 characters without `[` or `]` or control
+	// characters, string values of up to 500 characters without control characters but tab,
+	// line feed and carriage return. On update it merges into the existing metadata; a key
 	// set to `""` is removed.
 	Metadata Metadata                        `json:"metadata"`
 	Object   WebhookEndpointWithSecretObject `json:"object"`
@@ -5057,7 +5069,7 @@ type WebhookEndpointWithSecret struct {
 	// A disabled endpoint gets no deliveries.
 	Status WebhookEndpointWithSecretStatus `json:"status"`
 
-	// Url Where deliveries are POSTed, as given.
+	// Url Where deliveries are POSTed, with scheme and host in lower case and the rest as given.
 	Url string `json:"url"`
 }
 
@@ -5278,7 +5290,7 @@ type ListCaseFilesParams struct {
 
 // CreateCaseFileMultipartBody defines parameters for CreateCaseFile.
 type CreateCaseFileMultipartBody struct {
-	// Description 1 to 500 characters once trimmed, UTF-8, without control characters other than line feeds and tabs.
+	// Description 1 to 500 characters once trimmed, multi-line text (no control characters but tabs and line breaks; CRLF and CR are stored as LF).
 	Description *string `json:"description,omitempty"`
 
 	// DocumentType What a file is to the case.
@@ -5496,7 +5508,7 @@ type CreatePaymentAgreementJSONBody struct {
 		// IpAddress The tenant's IPv4 or IPv6 address (no zone); shown in its canonical form.
 		IpAddress *string `json:"ip_address,omitempty"`
 
-		// UserAgent The tenant's browser; 1–1000 characters, without control characters.
+		// UserAgent The tenant's browser; 1–1000 characters of single-line text (no control characters).
 		UserAgent *string `json:"user_agent,omitempty"`
 	} `json:"acceptance,omitempty"`
 	Metadata *Metadata `json:"metadata,omitempty"`
@@ -5516,7 +5528,7 @@ type CreatePaymentAgreementJSONBody struct {
 		// Email A bare address (`name@example.com`), up to 254 characters; no display name or angle brackets, a domain with a dot.
 		Email openapi_types.Email `json:"email"`
 
-		// Name 1–200 characters once the white space around it is trimmed (it is stored trimmed), without control characters.
+		// Name 1–200 characters once the white space around it is trimmed (it is stored trimmed); single-line text (no control characters, docs/api.md "Free text").
 		Name string `json:"name"`
 	} `json:"tenant"`
 }
@@ -5706,7 +5718,7 @@ type CreateVerificationSessionJSONBody struct {
 	// Products The checks to run, each once, in the order the report lists them. `products[i]` names a bad or repeated entry.
 	Products []VerificationProduct `json:"products"`
 
-	// RedirectUrl Where the applicant is sent when done. An absolute `https://` URL with a host (`url_not_https` otherwise), without a user name or password (`url_credentials_not_allowed`), at most 2048 characters.
+	// RedirectUrl Where the applicant is sent when done. An absolute `https://` URL with a host (`url_not_https` otherwise), without a user name or password (`url_credentials_not_allowed`), at most 2048 characters, strictly RFC 3986 (printable ASCII, well-formed `%` escapes, a port of 1–65535, no fragment; docs/api.md "URLs"). Stored with scheme and host in lower case.
 	RedirectUrl *string `json:"redirect_url,omitempty"`
 
 	// WebhookUrl Where this session's events are delivered instead of the account's webhook endpoints. The rules of `redirect_url`, and a public address (`url_not_allowed` otherwise).
@@ -8294,7 +8306,8 @@ type ClientInterface interface {
 	// the base64 of 32 random bytes): keep it. Raises `webhook_endpoint.created`.
 	//
 	// `url` must be `https://` with a host (at most 2,048 characters), without a user name or
-	// password, and not a private, loopback or otherwise internal address: IP literals in
+	// password or a fragment, strictly RFC 3986 (docs/api.md "URLs"; stored with scheme and
+	// host in lower case), and not a private, loopback or otherwise internal address: IP literals in
 	// every form and `localhost` / `*.localhost` are refused here (`url_not_allowed`); other
 	// names are not resolved now, but every delivery connection checks where they lead.
 	// `enabled_events` takes the types of `GET /v1/event_types` (emitted or reserved) or `*`;
@@ -8313,7 +8326,8 @@ type ClientInterface interface {
 	// the base64 of 32 random bytes): keep it. Raises `webhook_endpoint.created`.
 	//
 	// `url` must be `https://` with a host (at most 2,048 characters), without a user name or
-	// password, and not a private, loopback or otherwise internal address: IP literals in
+	// password or a fragment, strictly RFC 3986 (docs/api.md "URLs"; stored with scheme and
+	// host in lower case), and not a private, loopback or otherwise internal address: IP literals in
 	// every form and `localhost` / `*.localhost` are refused here (`url_not_allowed`); other
 	// names are not resolved now, but every delivery connection checks where they lead.
 	// `enabled_events` takes the types of `GET /v1/event_types` (emitted or reserved) or `*`;
@@ -9724,7 +9738,8 @@ func (c *Client) ListWebhookEndpoints(ctx context.Context, params *ListWebhookEn
 // the base64 of 32 random bytes): keep it. Raises `webhook_endpoint.created`.
 //
 // `url` must be `https://` with a host (at most 2,048 characters), without a user name or
-// password, and not a private, loopback or otherwise internal address: IP literals in
+// password or a fragment, strictly RFC 3986 (docs/api.md "URLs"; stored with scheme and
+// host in lower case), and not a private, loopback or otherwise internal address: IP literals in
 // every form and `localhost` / `*.localhost` are refused here (`url_not_allowed`); other
 // names are not resolved now, but every delivery connection checks where they lead.
 // `enabled_events` takes the types of `GET /v1/event_types` (emitted or reserved) or `*`;
@@ -9753,7 +9768,8 @@ func (c *Client) CreateWebhookEndpointWithBody(ctx context.Context, params *Crea
 // the base64 of 32 random bytes): keep it. Raises `webhook_endpoint.created`.
 //
 // `url` must be `https://` with a host (at most 2,048 characters), without a user name or
-// password, and not a private, loopback or otherwise internal address: IP literals in
+// password or a fragment, strictly RFC 3986 (docs/api.md "URLs"; stored with scheme and
+// host in lower case), and not a private, loopback or otherwise internal address: IP literals in
 // every form and `localhost` / `*.localhost` are refused here (`url_not_allowed`); other
 // names are not resolved now, but every delivery connection checks where they lead.
 // `enabled_events` takes the types of `GET /v1/event_types` (emitted or reserved) or `*`;
@@ -14111,7 +14127,8 @@ type ClientWithResponsesInterface interface {
 	// the base64 of 32 random bytes): keep it. Raises `webhook_endpoint.created`.
 	//
 	// `url` must be `https://` with a host (at most 2,048 characters), without a user name or
-	// password, and not a private, loopback or otherwise internal address: IP literals in
+	// password or a fragment, strictly RFC 3986 (docs/api.md "URLs"; stored with scheme and
+	// host in lower case), and not a private, loopback or otherwise internal address: IP literals in
 	// every form and `localhost` / `*.localhost` are refused here (`url_not_allowed`); other
 	// names are not resolved now, but every delivery connection checks where they lead.
 	// `enabled_events` takes the types of `GET /v1/event_types` (emitted or reserved) or `*`;
@@ -14130,7 +14147,8 @@ type ClientWithResponsesInterface interface {
 	// the base64 of 32 random bytes): keep it. Raises `webhook_endpoint.created`.
 	//
 	// `url` must be `https://` with a host (at most 2,048 characters), without a user name or
-	// password, and not a private, loopback or otherwise internal address: IP literals in
+	// password or a fragment, strictly RFC 3986 (docs/api.md "URLs"; stored with scheme and
+	// host in lower case), and not a private, loopback or otherwise internal address: IP literals in
 	// every form and `localhost` / `*.localhost` are refused here (`url_not_allowed`); other
 	// names are not resolved now, but every delivery connection checks where they lead.
 	// `enabled_events` takes the types of `GET /v1/event_types` (emitted or reserved) or `*`;
@@ -26079,7 +26097,8 @@ func (c *ClientWithResponses) ListWebhookEndpointsWithResponse(ctx context.Conte
 // the base64 of 32 random bytes): keep it. Raises `webhook_endpoint.created`.
 //
 // `url` must be `https://` with a host (at most 2,048 characters), without a user name or
-// password, and not a private, loopback or otherwise internal address: IP literals in
+// password or a fragment, strictly RFC 3986 (docs/api.md "URLs"; stored with scheme and
+// host in lower case), and not a private, loopback or otherwise internal address: IP literals in
 // every form and `localhost` / `*.localhost` are refused here (`url_not_allowed`); other
 // names are not resolved now, but every delivery connection checks where they lead.
 // `enabled_events` takes the types of `GET /v1/event_types` (emitted or reserved) or `*`;
@@ -26104,7 +26123,8 @@ func (c *ClientWithResponses) CreateWebhookEndpointWithBodyWithResponse(ctx cont
 // the base64 of 32 random bytes): keep it. Raises `webhook_endpoint.created`.
 //
 // `url` must be `https://` with a host (at most 2,048 characters), without a user name or
-// password, and not a private, loopback or otherwise internal address: IP literals in
+// password or a fragment, strictly RFC 3986 (docs/api.md "URLs"; stored with scheme and
+// host in lower case), and not a private, loopback or otherwise internal address: IP literals in
 // every form and `localhost` / `*.localhost` are refused here (`url_not_allowed`); other
 // names are not resolved now, but every delivery connection checks where they lead.
 // `enabled_events` takes the types of `GET /v1/event_types` (emitted or reserved) or `*`;

@@ -40,13 +40,19 @@ func MetadataKeyCount(param string, n int) error {
 }
 
 // MetadataEntry checks one entry of the metadata hash param. The key must be non-empty, at
-// most MaxMetadataKeyLen characters and free of '[' and ']' (which would make the entry's
-// parameter name, param[key], ambiguous); the value at most MaxMetadataValueLen characters.
-// An empty value is allowed: updates use it to remove a key. Errors name param[key], or
-// param itself for the empty key.
+// most MaxMetadataKeyLen characters, free of '[' and ']' (which would make the entry's
+// parameter name, param[key], ambiguous) and follow Text's single-line rules; the value at
+// most MaxMetadataValueLen characters following Text's multi-line rules. An empty value is
+// allowed: updates use it to remove a key. Errors name param[key], or param itself for the
+// empty key and a key that breaks the text rules.
 func MetadataEntry(param, key, value string) error {
 	if key == "" {
 		return invalid(param, "Invalid %s: keys must not be empty.", param)
+	}
+	// A key that breaks the text rules is not repeated in the parameter's name, which would
+	// carry its control characters into the error.
+	if problem := textProblem(key, false); problem != "" {
+		return invalid(param, "Invalid %s: keys must %s.", param, problem)
 	}
 	name := param + "[" + key + "]"
 	if n := utf8.RuneCountInString(key); n > MaxMetadataKeyLen {
@@ -54,6 +60,10 @@ func MetadataEntry(param, key, value string) error {
 	}
 	if strings.ContainsAny(key, "[]") {
 		return invalid(name, "Invalid %s: keys must not contain '[' or ']'.", name)
+	}
+	// Values are multi-line: clients keep notes and small JSON documents in them.
+	if problem := textProblem(value, true); problem != "" {
+		return invalid(name, "Invalid %s: values must %s.", name, problem)
 	}
 	if n := utf8.RuneCountInString(value); n > MaxMetadataValueLen {
 		return invalid(name, "Invalid %s: values must be at most %d characters, got %d.", name, MaxMetadataValueLen, n)

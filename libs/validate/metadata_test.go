@@ -29,6 +29,14 @@ var metadataEntryCases = []struct {
 	{"key with ]", "a]", "v", "metadata[a]]"},
 	{"value too long", "plan", strings.Repeat("v", MaxMetadataValueLen+1), "metadata[plan]"},
 	{"value too long in runes", "plan", strings.Repeat("€", MaxMetadataValueLen+1), "metadata[plan]"},
+	{"NUL in key", "a\x00b", "v", "metadata"},
+	{"line feed in key", "a\nb", "v", "metadata"},
+	{"C1 in key", "a\u0085", "v", "metadata"},
+	{"invalid UTF-8 in key", "a\xff", "v", "metadata"},
+	{"NUL in value", "plan", "a\x00b", "metadata[plan]"},
+	{"DEL in value", "plan", "a\x7f", "metadata[plan]"},
+	{"invalid UTF-8 in value", "plan", "\xc3", "metadata[plan]"},
+	{"line breaks and tabs in value", "note", "line 1\r\nline 2\tend", ""},
 }
 
 func TestMetadataEntry(t *testing.T) {
@@ -122,14 +130,15 @@ func FuzzMetadataEntry(f *testing.F) {
 		err := MetadataEntry("metadata", key, value)
 		if err != nil {
 			param := "metadata"
-			if key != "" {
+			if key != "" && textProblem(key, false) == "" {
 				param = "metadata[" + key + "]"
 			}
 			fuzzErr(t, err, param)
 			return
 		}
 		if key == "" || utf8.RuneCountInString(key) > MaxMetadataKeyLen || strings.ContainsAny(key, "[]") ||
-			utf8.RuneCountInString(value) > MaxMetadataValueLen {
+			utf8.RuneCountInString(value) > MaxMetadataValueLen ||
+			Text("k", key, MaxMetadataKeyLen, false) != nil || Text("v", value, MaxMetadataValueLen, true) != nil {
 			t.Fatalf("accepted key %q value of %d characters", key, utf8.RuneCountInString(value))
 		}
 	})

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"rentalplatform/libs/domainerr"
 	"rentalplatform/libs/events"
@@ -271,15 +270,18 @@ func newDebtor(p *DebtorParams) (Debtor, error) {
 	return d, nil
 }
 
-// text checks a required free-text field: trimmed, 1 to max characters, no control
-// characters.
+// text checks a required single-line free-text field: trimmed, not blank, and then
+// validate.Text's rules with max characters.
 func text(param string, s *string, max int) (string, error) {
 	if s == nil {
 		return "", domainerr.Missing(param)
 	}
-	v := strings.TrimSpace(*s)
-	if v == "" || utf8.RuneCountInString(v) > max || strings.ContainsFunc(v, isControl) {
-		return "", invalid(param, "Invalid %s: must be 1 to %d characters, without control characters.", param, max)
+	v := validate.TrimSpace(*s, false)
+	if v == "" {
+		return "", invalid(param, "Invalid %s: must not be empty or blank.", param)
+	}
+	if err := validate.Text(param, v, max, false); err != nil {
+		return "", err
 	}
 	return v, nil
 }
@@ -288,8 +290,6 @@ func text(param string, s *string, max int) (string, error) {
 // reference), as given or as a list filter: trimmed, 1 to MaxReferenceLen characters, no
 // control characters.
 func CallerReference(param, s string) (string, error) { return text(param, &s, MaxReferenceLen) }
-
-func isControl(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }
 
 // pastDate reads a YYYY-MM-DD date that has happened by now (a day's grace for time zones
 // ahead of UTC), no earlier than 1900: a due date or the day a debtor paid.

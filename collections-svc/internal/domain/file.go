@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"rentalplatform/libs/domainerr"
 	"rentalplatform/libs/events"
@@ -89,9 +88,12 @@ func NewFile(p NewFileParams) (*File, error) {
 	}
 	if p.Description != nil {
 		// Browsers send a form's line breaks as CRLF (HTML's form encoding): stored as LF.
-		d := strings.TrimSpace(crlf.Replace(*p.Description))
-		if d == "" || utf8.RuneCountInString(d) > MaxDescriptionLen || strings.ContainsFunc(d, func(r rune) bool { return isControl(r) && r != '\n' && r != '\t' }) {
-			return nil, invalid("description", "Invalid description: must be 1 to %d characters, without control characters other than line breaks and tabs.", MaxDescriptionLen)
+		d := validate.TrimSpace(crlf.Replace(*p.Description), true)
+		if d == "" {
+			return nil, invalid("description", "Invalid description: must not be empty or blank.")
+		}
+		if err := validate.Text("description", d, MaxDescriptionLen, true); err != nil {
+			return nil, err
 		}
 		f.description = d
 	}
@@ -108,7 +110,7 @@ func CleanFilename(name string) string {
 		name = name[i+1:]
 	}
 	name = strings.TrimSpace(strings.Map(func(r rune) rune {
-		if isControl(r) {
+		if validate.IsControl(r) {
 			return -1
 		}
 		return r

@@ -115,6 +115,9 @@ func TestNewFile(t *testing.T) {
 		{"description blank", func(p *domain.NewFileParams) { p.Description = ptr(" ") }, "parameter_invalid", "description"},
 		{"description too long", func(p *domain.NewFileParams) { p.Description = ptr(strings.Repeat("d", domain.MaxDescriptionLen+1)) }, "parameter_invalid", "description"},
 		{"description control", func(p *domain.NewFileParams) { p.Description = ptr("a\x07b") }, "parameter_invalid", "description"},
+		{"description NUL", func(p *domain.NewFileParams) { p.Description = ptr("a\x00b") }, "parameter_invalid", "description"},
+		{"description C1", func(p *domain.NewFileParams) { p.Description = ptr("a\u009bb") }, "parameter_invalid", "description"},
+		{"description invalid UTF-8", func(p *domain.NewFileParams) { p.Description = ptr("a\xc3") }, "parameter_invalid", "description"},
 	} {
 		q := p
 		tc.edit(&q)
@@ -125,8 +128,8 @@ func TestNewFile(t *testing.T) {
 	}
 	// A form's CRLF line breaks (as browsers send them) and lone CRs are stored as LF.
 	q := p
-	q.Description = ptr("Invoice\r\nfor March\rand April")
-	if f, err := domain.NewFile(q); err != nil || f.Description() != "Invoice\nfor March\nand April" {
+	q.Description = ptr("Invoice\r\nfor March\rand April\tpaid")
+	if f, err := domain.NewFile(q); err != nil || f.Description() != "Invoice\nfor March\nand April\tpaid" {
 		t.Errorf("CRLF description: %v %q", err, f.Description())
 	}
 	for _, dt := range domain.DocumentTypes {

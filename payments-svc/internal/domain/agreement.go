@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"rentalplatform/libs/domainerr"
 	"rentalplatform/libs/events"
@@ -182,9 +181,12 @@ func newTenant(p NewAgreementParams) (Tenant, error) {
 	if p.TenantName == nil {
 		return Tenant{}, domainerr.Missing("tenant.name")
 	}
-	name := strings.TrimSpace(*p.TenantName)
-	if name == "" || utf8.RuneCountInString(name) > MaxNameLen || strings.ContainsFunc(name, isControl) {
-		return Tenant{}, invalid("tenant.name", "Invalid tenant.name: must be 1 to %d characters, without control characters.", MaxNameLen)
+	name := validate.TrimSpace(*p.TenantName, false)
+	if name == "" {
+		return Tenant{}, invalid("tenant.name", "Invalid tenant.name: must not be empty or blank.")
+	}
+	if err := validate.Text("tenant.name", name, MaxNameLen, false); err != nil {
+		return Tenant{}, err
 	}
 	if p.TenantEmail == nil {
 		return Tenant{}, domainerr.Missing("tenant.email")
@@ -194,8 +196,6 @@ func newTenant(p NewAgreementParams) (Tenant, error) {
 	}
 	return Tenant{Name: name, Email: *p.TenantEmail}, nil
 }
-
-func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
 
 func newMethods(in []MethodParams) ([]Method, error) {
 	if in == nil {
@@ -264,8 +264,11 @@ func newAcceptance(p AcceptanceParams, now time.Time) (*Acceptance, error) {
 	}
 	if p.UserAgent != nil {
 		ua := *p.UserAgent
-		if ua == "" || utf8.RuneCountInString(ua) > MaxUserAgentLen || strings.ContainsFunc(ua, isControl) {
-			return nil, invalid("acceptance.user_agent", "Invalid acceptance.user_agent: must be 1 to %d characters, without control characters.", MaxUserAgentLen)
+		if ua == "" {
+			return nil, invalid("acceptance.user_agent", "Invalid acceptance.user_agent: must not be empty.")
+		}
+		if err := validate.Text("acceptance.user_agent", ua, MaxUserAgentLen, false); err != nil {
+			return nil, err
 		}
 		a.UserAgent = ua
 	}

@@ -2,6 +2,7 @@ package domain
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,7 +35,11 @@ func TestNewAgreementValidation(t *testing.T) {
 		{"no tenant", func(p *NewAgreementParams) { p.TenantGiven = false }, "parameter_missing", "tenant"},
 		{"no name", func(p *NewAgreementParams) { p.TenantName = nil }, "parameter_missing", "tenant.name"},
 		{"blank name", func(p *NewAgreementParams) { p.TenantName = ptr("  ") }, "parameter_invalid", "tenant.name"},
-		{"long name", func(p *NewAgreementParams) { p.TenantName = ptr(string(make([]byte, MaxNameLen+1))) }, "parameter_invalid", "tenant.name"},
+		{"long name", func(p *NewAgreementParams) { p.TenantName = ptr(strings.Repeat("a", MaxNameLen+1)) }, "parameter_invalid", "tenant.name"},
+		{"NUL in name", func(p *NewAgreementParams) { p.TenantName = ptr("Ada\x00Lovelace") }, "parameter_invalid", "tenant.name"},
+		{"line feed in name", func(p *NewAgreementParams) { p.TenantName = ptr("Ada\nLovelace") }, "parameter_invalid", "tenant.name"},
+		{"C1 control in name", func(p *NewAgreementParams) { p.TenantName = ptr("Ada\u009bLovelace") }, "parameter_invalid", "tenant.name"},
+		{"invalid UTF-8 in name", func(p *NewAgreementParams) { p.TenantName = ptr("Ada \xff") }, "parameter_invalid", "tenant.name"},
 		{"no email", func(p *NewAgreementParams) { p.TenantEmail = nil }, "parameter_missing", "tenant.email"},
 		{"bad email", func(p *NewAgreementParams) { p.TenantEmail = ptr("ada@") }, "parameter_invalid", "tenant.email"},
 		{"no methods", func(p *NewAgreementParams) { p.Methods = nil }, "parameter_missing", "payment_methods"},
@@ -62,6 +67,10 @@ func TestNewAgreementValidation(t *testing.T) {
 		{"empty user agent", func(p *NewAgreementParams) {
 			p.Acceptance = &AcceptanceParams{AcceptedAt: ptr(created.Unix()), UserAgent: ptr("")}
 		}, "parameter_invalid", "acceptance.user_agent"},
+		{"user agent with DEL", func(p *NewAgreementParams) {
+			p.Acceptance = &AcceptanceParams{AcceptedAt: ptr(created.Unix()), UserAgent: ptr("Mozilla\x7f")}
+		}, "parameter_invalid", "acceptance.user_agent"},
+		{"NUL in a metadata value", func(p *NewAgreementParams) { p.Metadata = map[string]string{"a": "b\x00"} }, "parameter_invalid", "metadata[a]"},
 		{"bad metadata", func(p *NewAgreementParams) { p.Metadata = map[string]string{"a[b]": "c"} }, "parameter_invalid", "metadata[a[b]]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -3,9 +3,7 @@ package domain
 import (
 	"maps"
 	"slices"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"rentalplatform/libs/domainerr"
 	"rentalplatform/libs/events"
@@ -163,9 +161,9 @@ func checkParams(p NewRequestParams) (currency string, err error) {
 		return "", err
 	}
 	if p.Description != nil {
-		d := *p.Description
-		if utf8.RuneCountInString(d) > MaxDescriptionLen || strings.ContainsFunc(d, isControl) {
-			return "", invalid(p.Param+"description", "Invalid %sdescription: must be at most %d characters, without control characters.", p.Param, MaxDescriptionLen)
+		// Multi-line: a description may be a few lines of a note.
+		if err := validate.Text(p.Param+"description", *p.Description, MaxDescriptionLen, true); err != nil {
+			return "", err
 		}
 	}
 	return currency, nil

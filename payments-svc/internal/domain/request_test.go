@@ -3,6 +3,7 @@ package domain
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,8 +40,10 @@ func TestNewRequestValidation(t *testing.T) {
 		{"no currency", "", func(p *NewRequestParams) { p.Currency = nil }, "parameter_missing", "currency"},
 		{"bad currency", "", func(p *NewRequestParams) { p.Currency = ptr("eu") }, "parameter_invalid", "currency"},
 		{"unknown currency", "requests[3].", func(p *NewRequestParams) { p.Currency = ptr("xyz") }, "parameter_invalid", "requests[3].currency"},
-		{"long description", "", func(p *NewRequestParams) { p.Description = ptr(string(make([]rune, MaxDescriptionLen+1))) }, "parameter_invalid", "description"},
+		{"long description", "", func(p *NewRequestParams) { p.Description = ptr(strings.Repeat("é", MaxDescriptionLen+1)) }, "parameter_invalid", "description"},
 		{"control character", "", func(p *NewRequestParams) { p.Description = ptr("rent\x00") }, "parameter_invalid", "description"},
+		{"escape in bulk", "requests[2].", func(p *NewRequestParams) { p.Description = ptr("rent\x1b[2J") }, "parameter_invalid", "requests[2].description"},
+		{"invalid UTF-8", "", func(p *NewRequestParams) { p.Description = ptr("rent \xc3") }, "parameter_invalid", "description"},
 		{"bad metadata in bulk", "requests[0].", func(p *NewRequestParams) { p.Metadata = map[string]string{"": "x"} }, "parameter_invalid", "requests[0].metadata"},
 		{"bad amount in bulk", "requests[12].", func(p *NewRequestParams) { p.Amount = ptr(int64(0)) }, "parameter_invalid", "requests[12].amount"},
 	} {
@@ -54,6 +57,16 @@ func TestNewRequestValidation(t *testing.T) {
 				t.Fatalf("NewRequest = %v; want %s naming %s", err, tc.code, tc.param)
 			}
 		})
+	}
+}
+
+// A description is multi-line: tabs and line breaks are kept as sent.
+func TestNewRequestDescriptionIsMultiLine(t *testing.T) {
+	p := validRequest()
+	p.Description = ptr("March rent\r\n\tflat 2")
+	r, err := NewRequest(p)
+	if err != nil || r.Description() != *p.Description {
+		t.Fatalf("NewRequest = %v; want the description kept", err)
 	}
 }
 

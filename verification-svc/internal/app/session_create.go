@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"net/url"
 
 	"rentalplatform/libs/events"
 	"rentalplatform/libs/ids"
@@ -35,15 +34,11 @@ func (s *Service) Create(ctx context.Context, caller Caller, in CreateSession) (
 		// key of full strength.
 		WebhookSecret: ids.StdSecret("whsec_", 32),
 		Applicant:     in.Applicant, Products: in.Products,
-		RedirectURL: in.RedirectURL, WebhookURL: in.WebhookURL, Metadata: in.Metadata,
+		RedirectURL: in.RedirectURL, WebhookURL: in.WebhookURL, CheckWebhookHost: s.checkWebhookHost(),
+		Metadata: in.Metadata,
 	})
 	if err != nil {
 		return nil, err
-	}
-	if u := v.WebhookURL(); u != "" {
-		if err := s.checkWebhookURL(u); err != nil {
-			return nil, err
-		}
 	}
 	if err := s.Sessions.Create(events.CausedBy(ctx, caller), v); err != nil {
 		return nil, err
@@ -61,20 +56,19 @@ func (s *Service) Create(ctx context.Context, caller Caller, in CreateSession) (
 	return v, nil
 }
 
-// checkWebhookURL refuses a webhook_url whose host is an internal address or localhost, as
-// webhook endpoints' URLs are (libs/netguard), unless the guard is lifted
-// (VERIFICATION_WEBHOOK_ALLOW_PRIVATE). Where a name leads is checked again on every
-// connection webhooks-svc makes (its WEBHOOKS_ALLOW_PRIVATE).
-func (s *Service) checkWebhookURL(raw string) error {
+// checkWebhookHost is the guard the domain runs on a webhook_url's host
+// (domain.NewParams.CheckWebhookHost): it refuses an internal address or localhost, as webhook
+// endpoints' URLs are refused (libs/netguard), unless the guard is lifted
+// (VERIFICATION_WEBHOOK_ALLOW_PRIVATE), in which case it is nil. Where a name leads is checked
+// again on every connection webhooks-svc makes (its WEBHOOKS_ALLOW_PRIVATE).
+func (s *Service) checkWebhookHost() func(host string) error {
 	if s.cfg.AllowPrivate {
 		return nil
 	}
-	u, err := url.Parse(raw) // passed the domain's URL rules
-	if err != nil {
-		return domain.URLNotAllowed("webhook_url", "the host")
+	return func(host string) error {
+		if err := netguard.CheckHost(host); err != nil {
+			return domain.URLNotAllowed("webhook_url", host)
+		}
+		return nil
 	}
-	if err := netguard.CheckHost(u.Hostname()); err != nil {
-		return domain.URLNotAllowed("webhook_url", u.Hostname())
-	}
-	return nil
 }

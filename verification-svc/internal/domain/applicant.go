@@ -1,9 +1,7 @@
 package domain
 
 import (
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"rentalplatform/libs/domainerr"
 	"rentalplatform/libs/validate"
@@ -140,8 +138,8 @@ func newAddress(p *AddressParams) (Address, error) {
 	return a, nil
 }
 
-// text checks a free-text field: required ones must be sent; a sent value must not be blank
-// and must fit max characters.
+// text checks a single-line free-text field: required ones must be sent; a sent value must
+// not be blank and must pass validate.Text with max characters. It is stored as sent.
 func text(param string, v *string, required bool, max int) (string, error) {
 	if v == nil {
 		if required {
@@ -149,11 +147,11 @@ func text(param string, v *string, required bool, max int) (string, error) {
 		}
 		return "", nil
 	}
-	if strings.TrimSpace(*v) == "" {
+	if validate.TrimSpace(*v, false) == "" {
 		return "", invalid(param, "Invalid %s: must not be empty or blank.", param)
 	}
-	if n := utf8.RuneCountInString(*v); n > max {
-		return "", invalid(param, "Invalid %s: must be at most %d characters, got %d.", param, max, n)
+	if err := validate.Text(param, *v, max, false); err != nil {
+		return "", err
 	}
 	return *v, nil
 }

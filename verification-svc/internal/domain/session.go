@@ -124,6 +124,10 @@ type NewParams struct {
 	Products    []string         // nil: not sent
 	RedirectURL *string
 	WebhookURL  *string
+	// CheckWebhookHost, when set, is the application's guard against a webhook_url on an
+	// internal address, given the host of the parsed URL (so that nobody parses it again); its
+	// error is returned as it is.
+	CheckWebhookHost func(host string) error
 	// Metadata: a key whose value is "" is not stored.
 	Metadata map[string]string
 }
@@ -151,20 +155,28 @@ func New(p NewParams) (*Session, error) {
 		// equal to the one created, and expires_at exactly created + the lifetime.
 		created: created, expiresAt: created.Add(p.TTL.Truncate(time.Second)),
 	}
+	// Both URLs are stored in the normal form of the API's one URL parser.
 	if p.RedirectURL != nil {
-		if err := validate.HTTPSURL("redirect_url", *p.RedirectURL, MaxURLLen); err != nil {
+		u, err := validate.ParseHTTPSURL("redirect_url", *p.RedirectURL, MaxURLLen)
+		if err != nil {
 			return nil, err
 		}
-		s.redirectURL = *p.RedirectURL
+		s.redirectURL = u.String()
 	}
 	if p.WebhookURL != nil {
-		if err := validate.HTTPSURL("webhook_url", *p.WebhookURL, MaxURLLen); err != nil {
+		u, err := validate.ParseHTTPSURL("webhook_url", *p.WebhookURL, MaxURLLen)
+		if err != nil {
 			return nil, err
+		}
+		if p.CheckWebhookHost != nil {
+			if err := p.CheckWebhookHost(u.Hostname()); err != nil {
+				return nil, err
+			}
 		}
 		if p.WebhookSecret == "" {
 			return nil, fmt.Errorf("domain.New: a webhook_url needs a webhook secret")
 		}
-		s.webhookURL, s.webhookSecret = *p.WebhookURL, p.WebhookSecret
+		s.webhookURL, s.webhookSecret = u.String(), p.WebhookSecret
 	}
 	if err := validate.Metadata("metadata", p.Metadata); err != nil {
 		return nil, err

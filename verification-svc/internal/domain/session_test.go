@@ -92,6 +92,10 @@ func TestValidation(t *testing.T) {
 		{"first_name empty", app(func(a *domain.ApplicantParams) { a.FirstName = ptr("") }), "parameter_invalid", "applicant.first_name"},
 		{"first_name blank", app(func(a *domain.ApplicantParams) { a.FirstName = ptr("  ") }), "parameter_invalid", "applicant.first_name"},
 		{"first_name too long", app(func(a *domain.ApplicantParams) { a.FirstName = long(101) }), "parameter_invalid", "applicant.first_name"},
+		{"first_name NUL", app(func(a *domain.ApplicantParams) { a.FirstName = ptr("Jane\x00") }), "parameter_invalid", "applicant.first_name"},
+		{"last_name line feed", app(func(a *domain.ApplicantParams) { a.LastName = ptr("Doe\nX") }), "parameter_invalid", "applicant.last_name"},
+		{"last_name only a line feed", app(func(a *domain.ApplicantParams) { a.LastName = ptr("\n") }), "parameter_invalid", "applicant.last_name"},
+		{"last_name invalid UTF-8", app(func(a *domain.ApplicantParams) { a.LastName = ptr("Do\xe9") }), "parameter_invalid", "applicant.last_name"},
 		{"last_name missing", app(func(a *domain.ApplicantParams) { a.LastName = nil }), "parameter_missing", "applicant.last_name"},
 		{"last_name empty", app(func(a *domain.ApplicantParams) { a.LastName = ptr("") }), "parameter_invalid", "applicant.last_name"},
 		{"last_name too long", app(func(a *domain.ApplicantParams) { a.LastName = long(101) }), "parameter_invalid", "applicant.last_name"},
@@ -111,6 +115,11 @@ func TestValidation(t *testing.T) {
 		{"line1 missing", addr(func(a *domain.AddressParams) { a.Line1 = nil }), "parameter_missing", "applicant.address.line1"},
 		{"line1 blank", addr(func(a *domain.AddressParams) { a.Line1 = ptr(" ") }), "parameter_invalid", "applicant.address.line1"},
 		{"line1 too long", addr(func(a *domain.AddressParams) { a.Line1 = long(201) }), "parameter_invalid", "applicant.address.line1"},
+		{"line1 DEL", addr(func(a *domain.AddressParams) { a.Line1 = ptr("1 Main St\x7f") }), "parameter_invalid", "applicant.address.line1"},
+		{"line2 C1", addr(func(a *domain.AddressParams) { a.Line2 = ptr("Flat\u00852") }), "parameter_invalid", "applicant.address.line2"},
+		{"city ESC", addr(func(a *domain.AddressParams) { a.City = ptr("\x1b[31mParis") }), "parameter_invalid", "applicant.address.city"},
+		{"state line separator", addr(func(a *domain.AddressParams) { a.State = ptr("A\u2028B") }), "parameter_invalid", "applicant.address.state"},
+		{"postal_code tab", addr(func(a *domain.AddressParams) { a.PostalCode = ptr("75\t001") }), "parameter_invalid", "applicant.address.postal_code"},
 		{"line2 empty", addr(func(a *domain.AddressParams) { a.Line2 = ptr("") }), "parameter_invalid", "applicant.address.line2"},
 		{"line2 too long", addr(func(a *domain.AddressParams) { a.Line2 = long(201) }), "parameter_invalid", "applicant.address.line2"},
 		{"city missing", addr(func(a *domain.AddressParams) { a.City = nil }), "parameter_missing", "applicant.address.city"},
@@ -134,6 +143,15 @@ func TestValidation(t *testing.T) {
 		{"webhook_url http", func(p *domain.NewParams) { p.WebhookURL = ptr("http://hooks.example.com") }, "url_not_https", "webhook_url"},
 		{"webhook_url credentials", func(p *domain.NewParams) { p.WebhookURL = ptr("https://user@hooks.example.com") }, "url_credentials_not_allowed", "webhook_url"},
 		{"webhook_url empty", func(p *domain.NewParams) { p.WebhookURL = ptr("") }, "parameter_invalid", "webhook_url"},
+		{"webhook_url fragment", func(p *domain.NewParams) { p.WebhookURL = ptr("https://hooks.example.com/#x") }, "parameter_invalid", "webhook_url"},
+		{"webhook_url empty port", func(p *domain.NewParams) { p.WebhookURL = ptr("https://hooks.example.com:/x") }, "parameter_invalid", "webhook_url"},
+		{"webhook_url refused by the host guard", func(p *domain.NewParams) {
+			p.WebhookURL = ptr("https://[::1]/x")
+			p.CheckWebhookHost = func(host string) error { return domain.URLNotAllowed("webhook_url", host) }
+		}, "url_not_allowed", "webhook_url"},
+		{"redirect_url space", func(p *domain.NewParams) { p.RedirectURL = ptr("https://example.com/a b") }, "parameter_invalid", "redirect_url"},
+		{"redirect_url backslash", func(p *domain.NewParams) { p.RedirectURL = ptr(`https://example.com\@evil.example`) }, "url_credentials_not_allowed", "redirect_url"},
+		{"metadata value NUL", func(p *domain.NewParams) { p.Metadata = map[string]string{"k": "v\x00"} }, "parameter_invalid", "metadata[k]"},
 		{"metadata key too long", func(p *domain.NewParams) { p.Metadata = map[string]string{strings.Repeat("k", 41): "v"} }, "parameter_invalid", "metadata[" + strings.Repeat("k", 41) + "]"},
 		{"metadata key bracket", func(p *domain.NewParams) { p.Metadata = map[string]string{"a[b]": "v"} }, "parameter_invalid", "metadata[a[b]]"},
 		{"metadata value too long", func(p *domain.NewParams) { p.Metadata = map[string]string{"k": *long(501)} }, "parameter_invalid", "metadata[k]"},
@@ -154,6 +172,19 @@ func TestValidation(t *testing.T) {
 				t.Fatalf("New = %v; want %s naming %s", err, tt.code, tt.param)
 			}
 		})
+	}
+}
+
+// The URLs are stored in the one URL parser's normal form.
+func TestNewNormalizesURLs(t *testing.T) {
+	p := valid()
+	p.RedirectURL, p.WebhookURL = ptr("HTTPS://Shop.Example/Done?x=1"), ptr("https://HOOKS.example.com:8443/In")
+	s, err := domain.New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.RedirectURL() != "https://shop.example/Done?x=1" || s.WebhookURL() != "https://hooks.example.com:8443/In" {
+		t.Fatalf("redirect_url %q webhook_url %q", s.RedirectURL(), s.WebhookURL())
 	}
 }
 

@@ -28,15 +28,13 @@ func (s *Service) Create(ctx context.Context, caller Caller, in CreateEndpoint) 
 		Secret:        s.secret(),
 		Created:       s.Now(),
 		URL:           in.URL,
+		CheckHost:     s.checkHost(),
 		EnabledEvents: in.EnabledEvents,
 		Description:   in.Description,
 		APIVersion:    in.APIVersion,
 		Metadata:      in.Metadata,
 	})
 	if err != nil {
-		return nil, err
-	}
-	if err := s.checkURL(e.URL()); err != nil {
 		return nil, err
 	}
 	if err := s.Endpoints.Create(events.CausedBy(ctx, caller), e); err != nil {

@@ -14,13 +14,9 @@ import (
 // input is a 400 whether or not the endpoint exists, and changes nothing. Enabling a disabled
 // endpoint schedules its pending deliveries at once.
 func (s *Service) Update(ctx context.Context, caller Caller, id string, changes domain.Changes) (*domain.Endpoint, error) {
+	changes.CheckHost = s.checkHost()
 	if err := changes.Validate(); err != nil {
 		return nil, err
-	}
-	if changes.URL != nil {
-		if err := s.checkURL(*changes.URL); err != nil {
-			return nil, err
-		}
 	}
 	if !validID(id) {
 		return nil, domain.EndpointNotFound(id)

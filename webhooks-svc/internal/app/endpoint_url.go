@@ -1,26 +1,23 @@
 package app
 
 import (
-	"net/url"
-
 	"rentalplatform/libs/netguard"
 
 	"rentalplatform/webhooks-svc/internal/domain"
 )
 
-// checkURL refuses an endpoint URL whose host is an internal address or localhost, unless the
-// guard is lifted (WEBHOOKS_ALLOW_PRIVATE). raw has passed the domain's URL rules. Where a name
-// leads is checked again on every connection (netguard.Control).
-func (s *Service) checkURL(raw string) error {
+// checkHost is the guard the domain runs on an endpoint URL's host (domain.NewParams.CheckHost):
+// it refuses an internal address or localhost, unless the guard is lifted
+// (WEBHOOKS_ALLOW_PRIVATE), in which case it is nil. Where a name leads is checked again on
+// every connection (netguard.Control).
+func (s *Service) checkHost() func(host string) error {
 	if s.cfg.AllowPrivate {
 		return nil
 	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		return domain.URLNotAllowed("not a valid URL")
+	return func(host string) error {
+		if err := netguard.CheckHost(host); err != nil {
+			return domain.URLNotAllowed(host + " is a private, loopback or otherwise internal address")
+		}
+		return nil
 	}
-	if err := netguard.CheckHost(u.Hostname()); err != nil {
-		return domain.URLNotAllowed(u.Hostname() + " is a private, loopback or otherwise internal address")
-	}
-	return nil
 }

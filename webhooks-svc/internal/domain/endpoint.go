@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"rentalplatform/libs/events"
 	"rentalplatform/libs/eventtype"
@@ -71,6 +70,10 @@ type NewParams struct {
 	Created  time.Time
 
 	URL string
+	// CheckHost, when set, is the application's guard against URLs on internal addresses,
+	// given the host of the parsed URL (so that nobody parses it again); its error is returned
+	// as it is.
+	CheckHost func(host string) error
 	// EnabledEvents: nil means the client did not send it (parameter_missing); an empty,
 	// non-nil slice was sent empty (parameter_invalid).
 	EnabledEvents []string
@@ -90,7 +93,8 @@ func New(p NewParams) (*Endpoint, error) {
 	if p.URL == "" {
 		return nil, missing("url")
 	}
-	if err := validateURL(p.URL); err != nil {
+	url, err := parseURL(p.URL, p.CheckHost)
+	if err != nil {
 		return nil, err
 	}
 	if p.EnabledEvents == nil {
@@ -122,7 +126,7 @@ func New(p NewParams) (*Endpoint, error) {
 		id:            p.ID,
 		account:       p.Account,
 		livemode:      p.Livemode,
-		url:           p.URL,
+		url:           url,
 		enabledEvents: enabled,
 		status:        StatusEnabled,
 		secret:        p.Secret,
@@ -139,7 +143,9 @@ func New(p NewParams) (*Endpoint, error) {
 
 // Changes is an update request; nil fields are left as they are.
 type Changes struct {
-	URL           *string
+	URL *string
+	// CheckHost, when set, guards the new URL's host as NewParams.CheckHost does.
+	CheckHost     func(host string) error
 	EnabledEvents []string // nil: unchanged; empty: refused
 	Status        *string
 	Description   *string // "" removes the description
@@ -152,30 +158,36 @@ type Changes struct {
 // refused the same way whether or not the endpoint exists. Update checks them again, with the
 // rules that depend on the endpoint (the merged metadata size).
 func (c Changes) Validate() error {
+	_, err := c.validate()
+	return err
+}
+
+// validate is Validate that also returns the new URL in its normal form ("" when unchanged).
+func (c Changes) validate() (url string, err error) {
 	if c.URL != nil {
 		if *c.URL == "" {
-			return invalid(CodeParameterInvalid, "url", "Invalid url: must not be empty.")
+			return "", invalid(CodeParameterInvalid, "url", "Invalid url: must not be empty.")
 		}
-		if err := validateURL(*c.URL); err != nil {
-			return err
+		if url, err = parseURL(*c.URL, c.CheckHost); err != nil {
+			return "", err
 		}
 	}
 	if c.EnabledEvents != nil {
 		if _, err := normalizeEvents(c.EnabledEvents); err != nil {
-			return err
+			return "", err
 		}
 	}
 	if c.Status != nil {
 		if _, err := ParseStatus(*c.Status); err != nil {
-			return err
+			return "", err
 		}
 	}
 	if c.Description != nil {
 		if err := validateDescription(*c.Description); err != nil {
-			return err
+			return "", err
 		}
 	}
-	return validateMetadata(c.Metadata)
+	return url, validateMetadata(c.Metadata)
 }
 
 // Update applies changes after validating all of them: either every change is applied or,
@@ -183,7 +195,8 @@ func (c Changes) Validate() error {
 // webhook_endpoint.updated, with the previous values of what changed; changes that leave it
 // as it was raise nothing.
 func (e *Endpoint) Update(c Changes) error {
-	if err := c.Validate(); err != nil {
+	url, err := c.validate()
+	if err != nil {
 		return err
 	}
 	var events []string
@@ -196,7 +209,7 @@ func (e *Endpoint) Update(c Changes) error {
 	}
 	was := e.shown()
 	if c.URL != nil {
-		e.url = *c.URL
+		e.url = url
 	}
 	if events != nil {
 		e.enabledEvents = events
@@ -422,8 +435,19 @@ func (e *Endpoint) State() State {
 	}
 }
 
-func validateURL(raw string) error {
-	return validate.HTTPSURL("url", raw, MaxURLLen)
+// parseURL checks an endpoint URL with the API's one URL parser, then with checkHost if set,
+// and returns its normal form, which is what is stored.
+func parseURL(raw string, checkHost func(host string) error) (string, error) {
+	u, err := validate.ParseHTTPSURL("url", raw, MaxURLLen)
+	if err != nil {
+		return "", err
+	}
+	if checkHost != nil {
+		if err := checkHost(u.Hostname()); err != nil {
+			return "", err
+		}
+	}
+	return u.String(), nil
 }
 
 // normalizeEvents checks every type and drops repeats, keeping the first occurrence's order.
@@ -445,12 +469,9 @@ func normalizeEvents(in []string) ([]string, error) {
 	return out, nil
 }
 
+// validateDescription: a description is multi-line free text; "" removes it on update.
 func validateDescription(d string) error {
-	if n := utf8.RuneCountInString(d); n > MaxDescriptionLen {
-		return invalid(CodeParameterInvalid, "description",
-			"Invalid description: must be at most %d characters, got %d.", MaxDescriptionLen, n)
-	}
-	return nil
+	return validate.Text("description", d, MaxDescriptionLen, true)
 }
 
 var datePattern = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)

@@ -79,7 +79,8 @@ func TestNewNormalizes(t *testing.T) {
 	if want := map[string]string{"a": "1"}; !maps.Equal(e.Metadata(), want) {
 		t.Errorf("metadata = %v, want %v", e.Metadata(), want)
 	}
-	if e.URL() != p.URL || e.Description() != "d" {
+	// The URL is stored in the one parser's normal form: scheme and host in lower case.
+	if e.URL() != "https://example.com:8443/a?b=c" || e.Description() != "d" {
 		t.Errorf("url %q description %q", e.URL(), e.Description())
 	}
 }
@@ -103,12 +104,30 @@ func TestNewRefuses(t *testing.T) {
 		{"url only port", func(p *domain.NewParams) { p.URL = "https://:443/hooks" }, "parameter_invalid", "url"},
 		{"url opaque", func(p *domain.NewParams) { p.URL = "https:example.com" }, "parameter_invalid", "url"},
 		{"url too long", func(p *domain.NewParams) { p.URL = "https://example.com/" + long(domain.MaxURLLen) }, "parameter_invalid", "url"},
+		{"url with a fragment", func(p *domain.NewParams) { p.URL = "https://example.com/hooks#x" }, "parameter_invalid", "url"},
+		{"url with credentials", func(p *domain.NewParams) { p.URL = "https://u:p@example.com/hooks" }, "url_credentials_not_allowed", "url"},
+		{"url with a raw non-ASCII path", func(p *domain.NewParams) { p.URL = "https://example.com/é" }, "parameter_invalid", "url"},
+		{"url with a backslash", func(p *domain.NewParams) { p.URL = `https://example.com\hooks` }, "parameter_invalid", "url"},
+		{"url with port 0", func(p *domain.NewParams) { p.URL = "https://example.com:0/hooks" }, "parameter_invalid", "url"},
+		{"url refused by the host guard", func(p *domain.NewParams) {
+			p.URL = "https://Internal.example/hooks"
+			p.CheckHost = func(host string) error {
+				if host != "internal.example" {
+					t.Errorf("CheckHost(%q), want the normal form", host)
+				}
+				return domainerr.New(domainerr.Invalid, "url_not_allowed", "url", "Invalid url: internal.")
+			}
+		}, "url_not_allowed", "url"},
 		{"events missing", func(p *domain.NewParams) { p.EnabledEvents = nil }, "parameter_missing", "enabled_events"},
 		{"events empty", func(p *domain.NewParams) { p.EnabledEvents = []string{} }, "parameter_invalid", "enabled_events"},
 		{"event unknown", func(p *domain.NewParams) { p.EnabledEvents = []string{"*", "payment_request.exploded"} }, "parameter_invalid", "enabled_events[1]"},
 		{"event empty", func(p *domain.NewParams) { p.EnabledEvents = []string{""} }, "parameter_invalid", "enabled_events[0]"},
 		{"event family pattern", func(p *domain.NewParams) { p.EnabledEvents = []string{"payment_request.*"} }, "parameter_invalid", "enabled_events[0]"},
 		{"description too long", func(p *domain.NewParams) { p.Description = ptr(long(domain.MaxDescriptionLen + 1)) }, "parameter_invalid", "description"},
+		{"description with NUL", func(p *domain.NewParams) { p.Description = ptr("a\x00b") }, "parameter_invalid", "description"},
+		{"description with ESC", func(p *domain.NewParams) { p.Description = ptr("a\x1b[0m") }, "parameter_invalid", "description"},
+		{"description with C1", func(p *domain.NewParams) { p.Description = ptr("a\u009b") }, "parameter_invalid", "description"},
+		{"description invalid UTF-8", func(p *domain.NewParams) { p.Description = ptr("a\xff") }, "parameter_invalid", "description"},
 		{"api_version empty", func(p *domain.NewParams) { p.APIVersion = ptr("") }, "parameter_invalid", "api_version"},
 		{"api_version not a date", func(p *domain.NewParams) { p.APIVersion = ptr("v1") }, "parameter_invalid", "api_version"},
 		{"api_version impossible date", func(p *domain.NewParams) { p.APIVersion = ptr("2026-02-30") }, "parameter_invalid", "api_version"},
@@ -116,6 +135,8 @@ func TestNewRefuses(t *testing.T) {
 		{"metadata empty key", func(p *domain.NewParams) { p.Metadata = map[string]string{"": "v"} }, "parameter_invalid", "metadata"},
 		{"metadata key too long", func(p *domain.NewParams) { p.Metadata = map[string]string{long(41): "v"} }, "parameter_invalid", "metadata[" + long(41) + "]"},
 		{"metadata value too long", func(p *domain.NewParams) { p.Metadata = map[string]string{"k": long(501)} }, "parameter_invalid", "metadata[k]"},
+		{"metadata key with NUL", func(p *domain.NewParams) { p.Metadata = map[string]string{"k\x00": "v"} }, "parameter_invalid", "metadata"},
+		{"metadata value with NUL", func(p *domain.NewParams) { p.Metadata = map[string]string{"k": "v\x00"} }, "parameter_invalid", "metadata[k]"},
 		{"metadata too many keys", func(p *domain.NewParams) { p.Metadata = metadataOf(51) }, "parameter_invalid", "metadata"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -130,7 +151,7 @@ func TestNewRefuses(t *testing.T) {
 // TestNewAcceptsLimits checks each limit is inclusive.
 func TestNewAcceptsLimits(t *testing.T) {
 	p := validParams()
-	p.URL = "https://example.com/" + strings.Repeat("é", domain.MaxURLLen-len("https://example.com/"))
+	p.URL = "https://example.com/" + strings.Repeat("a", domain.MaxURLLen-len("https://example.com/"))
 	p.Description = ptr(strings.Repeat("é", domain.MaxDescriptionLen))
 	p.Metadata = metadataOf(validate.MaxMetadataKeys)
 	p.Metadata[strings.Repeat("k", validate.MaxMetadataKeyLen)] = strings.Repeat("v", validate.MaxMetadataValueLen)
@@ -146,7 +167,7 @@ func TestUpdate(t *testing.T) {
 	p.Metadata = map[string]string{"keep": "1", "drop": "2", "change": "3"}
 	e, _ := domain.New(p)
 	err := e.Update(domain.Changes{
-		URL:           ptr("https://example.org/new"),
+		URL:           ptr("HTTPS://EXAMPLE.org/new"),
 		EnabledEvents: []string{"payment_request.failed", "payment_request.failed"},
 		Status:        ptr("disabled"),
 		Description:   ptr(""),
@@ -204,6 +225,8 @@ func TestUpdateRefuses(t *testing.T) {
 		{"url empty", domain.Changes{URL: ptr("")}, "parameter_invalid", "url"},
 		{"url http", domain.Changes{URL: ptr("http://example.com")}, "url_not_https", "url"},
 		{"url no host", domain.Changes{URL: ptr("https://")}, "parameter_invalid", "url"},
+		{"url with a fragment", domain.Changes{URL: ptr("https://example.com/#f")}, "parameter_invalid", "url"},
+		{"description with NUL", domain.Changes{Description: ptr("\x00")}, "parameter_invalid", "description"},
 		{"events empty", domain.Changes{EnabledEvents: []string{}}, "parameter_invalid", "enabled_events"},
 		{"event unknown", domain.Changes{EnabledEvents: []string{"nope"}}, "parameter_invalid", "enabled_events[0]"},
 		{"status unknown", domain.Changes{Status: ptr("paused")}, "parameter_invalid", "status"},

@@ -165,7 +165,7 @@ func runContract(t *testing.T, repo domain.Repository) {
 		t.Parallel()
 		f := newFixture(t, repo)
 		e := f.create(false, "keys")
-		md := map[string]string{"a.b": "1", "$set": "2", ".": "3", "nul\x00key": "4", "ünï": "5", "order": ""}
+		md := map[string]string{"a.b": "1", "$set": "2", ".": "3", "with space": "4", "ünï": "5", "order": ""}
 		if _, err := repo.Update(t.Context(), e.ID(), f.account, false, func(e *domain.Endpoint) error {
 			return e.Update(domain.Changes{Metadata: md})
 		}); err != nil {

@@ -123,8 +123,14 @@ func New(cfg Config) (*Sender, error) {
 // end up with a hosted vendor. Nor is any trace context sent to the receiver: the trace ids are
 // the platform's own.
 func (s *Sender) Send(ctx context.Context, r app.Request) (res domain.Result) {
+	// The request is built first so that the span names the receiver from the URL it parsed.
+	req, reqErr := http.NewRequestWithContext(ctx, http.MethodPost, r.URL, bytes.NewReader(r.Body))
+	var receiver []attribute.KeyValue
+	if reqErr == nil {
+		receiver = receiverAttrs(req.URL)
+	}
 	ctx, span := s.tracer.Start(ctx, http.MethodPost+" webhook", trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(append(receiverAttrs(r.URL),
+		trace.WithAttributes(append(receiver,
 			attribute.String("http.request.method", http.MethodPost),
 			attribute.String("webhook.message_id", r.MessageID))...))
 	defer func() {
@@ -140,14 +146,13 @@ func (s *Sender) Send(ctx context.Context, r app.Request) (res domain.Result) {
 	}()
 	start := s.now()
 	res = domain.Result{At: r.Timestamp}
-	var prog progress
-	ctx = httptrace.WithClientTrace(ctx, prog.trace())
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.URL, bytes.NewReader(r.Body))
-	if err != nil {
+	if reqErr != nil {
 		// Endpoint URLs are validated when stored; this is a bug, not the receiver's doing.
-		res.ErrorCode, res.Cause = domain.AttemptConnectionFailed, fmt.Errorf("build request: %w", err)
+		res.ErrorCode, res.Cause = domain.AttemptConnectionFailed, fmt.Errorf("build request: %w", reqErr)
 		return res
 	}
+	var prog progress
+	req = req.WithContext(httptrace.WithClientTrace(ctx, prog.trace()))
 	keys := make([][]byte, 0, len(r.Secrets))
 	for _, sec := range r.Secrets {
 		if k, err := stdwebhooks.DecodeSecret(sec); err == nil {
@@ -178,11 +183,7 @@ func (s *Sender) Send(ctx context.Context, r app.Request) (res domain.Result) {
 
 // receiverAttrs names the receiver of an attempt by scheme, host and port: the parts of its URL
 // that are never a credential.
-func receiverAttrs(raw string) []attribute.KeyValue {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return nil
-	}
+func receiverAttrs(u *url.URL) []attribute.KeyValue {
 	port := u.Port()
 	if port == "" {
 		port = map[string]string{"https": "443", "http": "80"}[u.Scheme]
