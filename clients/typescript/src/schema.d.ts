@@ -641,7 +641,8 @@ export interface paths {
          *     the base64 of 32 random bytes): keep it. Raises `webhook_endpoint.created`.
          *
          *     `url` must be `https://` with a host (at most 2,048 characters), without a user name or
-         *     password, and not a private, loopback or otherwise internal address: IP literals in
+         *     password or a fragment, strictly RFC 3986 (docs/api.md "URLs"; stored with scheme and
+         *     host in lower case), and not a private, loopback or otherwise internal address: IP literals in
          *     every form and `localhost` / `*.localhost` are refused here (`url_not_allowed`); other
          *     names are not resolved now, but every delivery connection checks where they lead.
          *     `enabled_events` takes the types of `GET /v1/event_types` (emitted or reserved) or `*`;
@@ -1754,8 +1755,9 @@ export interface components {
          */
         ErrorCode: "admin_token_invalid" | "agreement_not_active" | "amount_exceeds_remainder" | "api_key_invalid" | "attempt_in_progress" | "authentication_rate_limited" | "body_invalid_json" | "body_too_large" | "body_unreadable" | "content_encoding_unsupported" | "file_too_large" | "file_type_unsupported" | "http_version_not_supported" | "idempotency_key_in_use" | "idempotency_key_reused" | "internal_error" | "invalid_state" | "lock_timeout" | "method_not_allowed" | "multipart_invalid" | "parameter_duplicate" | "parameter_invalid" | "parameter_missing" | "parameter_unknown" | "parameters_exclusive" | "payment_limit_reached" | "permission_denied" | "processor_not_configured" | "rate_limited" | "request_headers_too_large" | "request_malformed" | "request_timeout" | "request_uri_too_long" | "resource_already_exists" | "resource_missing" | "route_missing" | "service_unavailable" | "unsupported_media_type" | "upstream_bad_response" | "upstream_timeout" | "upstream_unavailable" | "url_credentials_not_allowed" | "url_not_allowed" | "url_not_https";
         /**
-         * @description Your key-value pairs: at most 50 keys of 1–40 characters without `[` or `]`, string
-         *     values of up to 500 characters. On update it merges into the existing metadata; a key
+         * @description Your key-value pairs: at most 50 keys of 1–40 characters without `[` or `]` or control
+         *     characters, string values of up to 500 characters without control characters but tab,
+         *     line feed and carriage return. On update it merges into the existing metadata; a key
          *     set to `""` is removed.
          */
         Metadata: {
@@ -2231,7 +2233,7 @@ export interface components {
             amount: number;
             /** @description An ISO 4217 code of a currency in circulation, any case; shown lower-case. */
             currency: string;
-            /** @description Up to 1000 characters, without control characters (line breaks included). */
+            /** @description Up to 1000 characters of multi-line text (no control characters but tab, line feed and carriage return). */
             description?: string | null;
             metadata?: components["schemas"]["Metadata"] | null;
         };
@@ -2333,12 +2335,15 @@ export interface components {
              * @description Where to deliver: an absolute `https://` URL with a host, at most 2,048
              *     characters; ports, paths and query strings are fine. Not `http://`
              *     (`url_not_https`), no user name or password (`url_credentials_not_allowed`), not a
-             *     private, loopback or internal address (`url_not_allowed`).
+             *     private, loopback or internal address (`url_not_allowed`). Strictly RFC 3986:
+             *     printable ASCII (percent-encode the rest; international domain names in their
+             *     `xn--` form), well-formed `%` escapes, a port of 1–65535, no fragment
+             *     (`parameter_invalid`). Stored with scheme and host in lower case.
              */
             url: string;
             /** @description The event types to receive (repeats are dropped), or `*` for every type, including types added later. */
             enabled_events: components["schemas"]["EnabledEvent"][];
-            /** @description For your own use. */
+            /** @description For your own use; multi-line text (no control characters but tab, line feed and carriage return). */
             description?: string | null;
             /**
              * @description The API version the endpoint's events are rendered in; fixed for the endpoint's life. Default the current one.
@@ -2381,7 +2386,7 @@ export interface components {
             id: string;
             /** @enum {string} */
             object: "webhook_endpoint";
-            /** @description Where deliveries are POSTed, as given. */
+            /** @description Where deliveries are POSTed, with scheme and host in lower case and the rest as given. */
             url: string;
             /** @description The event types it receives, in the order given, without repeats; `*` for every type. */
             enabled_events: components["schemas"]["EnabledEvent"][];
@@ -2405,7 +2410,7 @@ export interface components {
             id: string;
             /** @enum {string} */
             object: "webhook_endpoint";
-            /** @description Where deliveries are POSTed, as given. */
+            /** @description Where deliveries are POSTed, with scheme and host in lower case and the rest as given. */
             url: string;
             /** @description The event types it receives, in the order given, without repeats; `*` for every type. */
             enabled_events: components["schemas"]["EnabledEvent"][];
@@ -3530,7 +3535,7 @@ export interface operations {
                     applicant: components["schemas"]["ApplicantParams"];
                     /** @description The checks to run, each once, in the order the report lists them. `products[i]` names a bad or repeated entry. */
                     products: components["schemas"]["VerificationProduct"][];
-                    /** @description Where the applicant is sent when done. An absolute `https://` URL with a host (`url_not_https` otherwise), without a user name or password (`url_credentials_not_allowed`), at most 2048 characters. */
+                    /** @description Where the applicant is sent when done. An absolute `https://` URL with a host (`url_not_https` otherwise), without a user name or password (`url_credentials_not_allowed`), at most 2048 characters, strictly RFC 3986 (printable ASCII, well-formed `%` escapes, a port of 1–65535, no fragment; docs/api.md "URLs"). Stored with scheme and host in lower case. */
                     redirect_url?: string | null;
                     /** @description Where this session's events are delivered instead of the account's webhook endpoints. The rules of `redirect_url`, and a public address (`url_not_allowed` otherwise). */
                     webhook_url?: string | null;
@@ -5014,7 +5019,7 @@ export interface operations {
                      */
                     file: string;
                     document_type: components["schemas"]["DocumentType"];
-                    /** @description 1 to 500 characters once trimmed, UTF-8, without control characters other than line feeds and tabs. */
+                    /** @description 1 to 500 characters once trimmed, multi-line text (no control characters but tabs and line breaks; CRLF and CR are stored as LF). */
                     description?: string;
                 };
             };
@@ -5309,7 +5314,7 @@ export interface operations {
                 "application/json": {
                     /** @description Who pays. */
                     tenant: {
-                        /** @description 1–200 characters once the white space around it is trimmed (it is stored trimmed), without control characters. */
+                        /** @description 1–200 characters once the white space around it is trimmed (it is stored trimmed); single-line text (no control characters, docs/api.md "Free text"). */
                         name: string;
                         /**
                          * Format: email
@@ -5334,7 +5339,7 @@ export interface operations {
                         accepted_at: number;
                         /** @description The tenant's IPv4 or IPv6 address (no zone); shown in its canonical form. */
                         ip_address?: string | null;
-                        /** @description The tenant's browser; 1–1000 characters, without control characters. */
+                        /** @description The tenant's browser; 1–1000 characters of single-line text (no control characters). */
                         user_agent?: string | null;
                     } | null;
                     metadata?: components["schemas"]["Metadata"] | null;
