@@ -65,7 +65,7 @@ type strategy interface {
 	// createsIndex reports whether an index is worth creating: one queries can use, or a unique
 	// one (which every server enforces).
 	createsIndex(unique bool) bool
-	// idempotencyIndex is the unique index on (account, livemode, idempotency_key) of the
+	// idempotencyIndex is the unique index on (account, livemode, create_key) of the
 	// documents that have the key (idempotent.go).
 	idempotencyIndex() mongo.IndexModel
 	// ttlIndexes reports whether the server expires documents by a TTL index.

@@ -16,17 +16,17 @@ import (
 // Exactly-once creates. The gateway keeps a request's answer under its Idempotency-Key only
 // once the service answered; a service that dies mid-request (502) or answers too late (504)
 // sees the client's retry run again. So a collection of IdempotentCreates stores the key in the
-// document it creates, under a unique index on (account, livemode, idempotency_key): the
+// document it creates, under a unique index on (account, livemode, create_key): the
 // insert of a retry fails on the index in the same single-document write that would have
 // stored it, so it stores nothing and raises no event, and InsertOnce answers with what the
 // first request stored. That holds without transactions, on the embedded store and MongoDB
 // alike, and costs the normal path nothing but the index: the lookup runs on a conflict only.
 
 // idempotencyField is the stored name of Meta.IdempotencyKey.
-const idempotencyField = "idempotency_key"
+const idempotencyField = "create_key"
 
 // IdempotencyIndexName is the name of the index that makes creates exactly-once.
-const IdempotencyIndexName = "account_livemode_idempotency_key"
+const IdempotencyIndexName = "account_livemode_create_key"
 
 func idempotencyIndexModel() mongo.IndexModel {
 	return mongo.IndexModel{

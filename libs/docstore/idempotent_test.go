@@ -109,7 +109,7 @@ func TestIdempotentCreates(t *testing.T) {
 	if again.New || !again.Replay || again.Stored.id != "ls_1" || again.Stored.rent != 100 {
 		t.Fatalf("retry: %+v", again)
 	}
-	if n := count(bson.D{{Key: "idempotency_key", Value: "k1"}}); n != 1 {
+	if n := count(bson.D{{Key: "create_key", Value: "k1"}}); n != 1 {
 		t.Fatalf("%d documents of key k1", n)
 	}
 
@@ -129,7 +129,7 @@ func TestIdempotentCreates(t *testing.T) {
 			t.Fatalf("%s without a key: %+v", id, got)
 		}
 	}
-	if n := count(bson.D{{Key: "_id", Value: "ls_5"}, {Key: "idempotency_key", Value: bson.D{{Key: "$exists", Value: true}}}}); n != 0 {
+	if n := count(bson.D{{Key: "_id", Value: "ls_5"}, {Key: "create_key", Value: bson.D{{Key: "$exists", Value: true}}}}); n != 0 {
 		t.Fatal("a create without a key stored one")
 	}
 	// A background insert (no request): no key either.

@@ -38,8 +38,9 @@ type Meta struct {
 	// IdempotencyKey is the Idempotency-Key of the request that created the aggregate, in a
 	// collection of IdempotentCreates ("<key>#<i>" for the i-th of a bulk create); none
 	// otherwise. The owner's unique index on it makes a retried create store nothing
-	// (idempotent.go).
-	IdempotencyKey string `bson:"idempotency_key,omitempty"`
+	// (idempotent.go). Stored as create_key: a document may hold a field idempotency_key of
+	// its own (webhooks-svc's events do).
+	IdempotencyKey string `bson:"create_key,omitempty"`
 
 	raised []events.Event // by the write in progress; not stored (unexported)
 }
