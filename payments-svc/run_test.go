@@ -418,6 +418,60 @@ func TestPaymentsComponent(t *testing.T) {
 		}
 	})
 
+	// The gateway answers 502 when the service dies mid-create, and the client's retry with the
+	// same Idempotency-Key reaches the service again: it gets what the first create stored.
+	t.Run("create retried with its idempotency key", func(t *testing.T) {
+		c := newClient(t)
+		k := c.WithKey("idem-agreement")
+		a1, a2 := k.Do(http.MethodPost, "/v1/payment_agreements", agreementBody("tok_test_success")),
+			k.Do(http.MethodPost, "/v1/payment_agreements", agreementBody("tok_test_success"))
+		mustStatus(t, a1, http.StatusOK)
+		mustStatus(t, a2, http.StatusOK)
+		if a1.Str("id") != a2.Str("id") {
+			t.Fatalf("two agreements for one key: %s %s", a1.Str("id"), a2.Str("id"))
+		}
+		pa := a1.Str("id")
+		body := fmt.Sprintf(`{"payment_agreement":%q,"amount":700,"currency":"EUR"}`, pa)
+		k = c.WithKey("idem-request")
+		r1 := k.Do(http.MethodPost, "/v1/payment_requests", body)
+		mustStatus(t, r1, http.StatusOK)
+		waitFor(t, c, r1.Str("id"), status("succeeded"))
+		r2 := k.Do(http.MethodPost, "/v1/payment_requests", body) // after the first was charged
+		mustStatus(t, r2, http.StatusOK)
+		if r2.Str("id") != r1.Str("id") || r2.Str("status") != "succeeded" {
+			t.Fatalf("retry answered %s", r2.Raw)
+		}
+		// A create without a key is one of its own.
+		if other := c.Do(http.MethodPost, "/v1/payment_requests", body); other.Str("id") == r1.Str("id") {
+			t.Fatal("a create without a key got the keyed one")
+		}
+		bulk := fmt.Sprintf(`{"requests":[{"payment_agreement":%q,"amount":1,"currency":"EUR"},{"payment_agreement":%q,"amount":2,"currency":"EUR"}]}`, pa, pa)
+		kb := c.WithKey("idem-bulk")
+		b1, b2 := kb.Do(http.MethodPost, "/v1/payment_requests/bulk", bulk), kb.Do(http.MethodPost, "/v1/payment_requests/bulk", bulk)
+		mustStatus(t, b2, http.StatusOK)
+		ids1, ids2 := []string{}, []string{}
+		for i := range 2 {
+			ids1 = append(ids1, b1.Body["data"].([]any)[i].(map[string]any)["id"].(string))
+			ids2 = append(ids2, b2.Body["data"].([]any)[i].(map[string]any)["id"].(string))
+		}
+		if !slices.Equal(ids1, ids2) || ids1[0] == ids1[1] {
+			t.Fatalf("bulk retried: %v then %v", ids1, ids2)
+		}
+		l := c.Do(http.MethodGet, "/v1/payment_requests?payment_agreement="+pa+"&limit=10", "")
+		if n := len(l.Body["data"].([]any)); n != 4 {
+			t.Fatalf("%d requests stored, want 4 (one keyed, one without a key, two of the bulk): %s", n, l.Raw)
+		}
+		var created int
+		for _, ev := range p.published(t, r1.Str("id")) {
+			if ev.Type == eventtype.PaymentRequestCreated {
+				created++
+			}
+		}
+		if created != 1 {
+			t.Fatalf("%d payment_request.created events for one create retried", created)
+		}
+	})
+
 	t.Run("agreement cancellation", func(t *testing.T) {
 		c := newClient(t)
 		pa := agreement(t, c, "tok_test_insufficient_funds")["id"].(string)

@@ -531,3 +531,23 @@ func TestConfigDefaults(t *testing.T) {
 		t.Fatalf("defaults %+v", cfg)
 	}
 }
+
+// A create the gateway answered 502 (the service died mid-request) is retried with the same
+// Idempotency-Key and reaches the service again: it answers with the session the first stored,
+// in the mode and account of the key only, and stores nothing more.
+func TestCreateRetriedWithItsIdempotencyKey(t *testing.T) {
+	s := start(t)
+	k := s.api.WithKey("idem-session")
+	first := k.Do("POST", "/v1/verification_sessions", minimalBody).WantOK(t)
+	again := k.Do("POST", "/v1/verification_sessions", minimalBody).WantOK(t)
+	if again.Str("id") != first.Str("id") || again.Str("status") != first.Str("status") {
+		t.Fatalf("retry answered %s, first %s", again.Raw, first.Raw)
+	}
+	live := k.Mode(true).Do("POST", "/v1/verification_sessions", minimalBody).WantOK(t)
+	if live.Str("id") == first.Str("id") {
+		t.Fatal("the same key in live mode got the test-mode session")
+	}
+	if l := s.api.Do("GET", "/v1/verification_sessions", "").WantOK(t); len(l.Body["data"].([]any)) != 1 {
+		t.Fatalf("test mode holds %s", l.Raw)
+	}
+}

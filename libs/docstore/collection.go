@@ -34,6 +34,12 @@ type Options struct {
 	Outbox *outbox.Relay
 	// Now tells the time of outbox entries; nil: time.Now.
 	Now func() time.Time
+	// IdempotentCreates marks a collection of aggregates that callers create: a document
+	// inserted for a request that carries an Idempotency-Key stores it (Meta.IdempotencyKey),
+	// and EnsureIndexes adds the owner's unique index on it, so a retried create stores
+	// nothing (Aggregates.InsertOnce). Its documents store their owner as "account" and
+	// "livemode".
+	IdempotentCreates bool
 }
 
 // Collection stores documents of type T, a struct that embeds Meta inline.
@@ -235,8 +241,10 @@ func (c *Collection[T]) InsertAll(ctx context.Context, docs []T) ([]bool, error)
 	raws := make([]bson.Raw, len(docs))
 	boxes := make([][]outbox.Doc, len(docs))
 	var stamp int64 // one for the whole insert: its documents are stored together
+	key := c.idempotencyKey(ctx)
 	for i := range docs {
 		m := metaOf(&docs[i])
+		m.IdempotencyKey = keyOf(key, i, len(docs))
 		box, err := c.entries(ctx, m.raised)
 		if err != nil {
 			return nil, err

@@ -65,6 +65,9 @@ type strategy interface {
 	// createsIndex reports whether an index is worth creating: one queries can use, or a unique
 	// one (which every server enforces).
 	createsIndex(unique bool) bool
+	// idempotencyIndex is the unique index on (account, livemode, create_key) of the
+	// documents that have the key (idempotent.go).
+	idempotencyIndex() mongo.IndexModel
 	// ttlIndexes reports whether the server expires documents by a TTL index.
 	ttlIndexes() bool
 	// tracksPending reports whether the collections keep in memory which documents' outboxes
@@ -93,6 +96,14 @@ func (mongoDB) writer(coll *mongo.Collection) writer {
 	return direct{coll: coll}
 }
 
+// idempotencyIndex is partial: MongoDB indexes a missing field as null, and every document
+// created without a key would collide with the others of its owner.
+func (mongoDB) idempotencyIndex() mongo.IndexModel {
+	m := idempotencyIndexModel()
+	m.Options.SetPartialFilterExpression(bson.D{{Key: idempotencyField, Value: bson.D{{Key: "$exists", Value: true}}}})
+	return m
+}
+
 // embedded is the strategy for the embedded store (FerretDB v1, SQLite). It evaluates a
 // filter other than exactly {_id: value} in Go over the whole collection, between its read
 // and its write: a conditional replace there is neither atomic nor index-backed. One process
@@ -110,6 +121,11 @@ func (embedded) tracksPending() bool           { return true }
 func (embedded) writer(coll *mongo.Collection) writer {
 	return grouped{coll: coll, batch: newBatcher(coll)}
 }
+
+// idempotencyIndex is a plain unique index: FerretDB v1 refuses partialFilterExpression, and
+// needs none, since it indexes a missing field as SQL NULL, which a unique SQLite index never
+// finds equal to another.
+func (embedded) idempotencyIndex() mongo.IndexModel { return idempotencyIndexModel() }
 
 // byID is the filter of one document.
 func byID(id string) bson.D { return bson.D{{Key: "_id", Value: id}} }

@@ -35,6 +35,12 @@ type Meta struct {
 	Outbox      Entries    `bson:"outbox,omitempty"`
 	OutboxSince *time.Time `bson:"outbox_since,omitempty"`
 	OutboxStamp int64      `bson:"outbox_stamp,omitempty"`
+	// IdempotencyKey is the Idempotency-Key of the request that created the aggregate, in a
+	// collection of IdempotentCreates ("<key>#<i>" for the i-th of a bulk create); none
+	// otherwise. The owner's unique index on it makes a retried create store nothing
+	// (idempotent.go). Stored as create_key: a document may hold a field idempotency_key of
+	// its own (webhooks-svc's events do).
+	IdempotencyKey string `bson:"create_key,omitempty"`
 
 	raised []events.Event // by the write in progress; not stored (unexported)
 }

@@ -150,6 +150,9 @@ func (c *Collection[T]) EnsureIndexes(ctx context.Context, models ...mongo.Index
 			Options: options.Index().SetName("outbox_since").SetSparse(true),
 		})
 	}
+	if c.opts.IdempotentCreates {
+		models = append(models, c.strategy.idempotencyIndex())
+	}
 	for _, m := range models {
 		if !c.strategy.createsIndex(isUnique(m)) {
 			continue

@@ -163,6 +163,16 @@ func CausedBy(ctx context.Context, caller identity.Identity) context.Context {
 	return context.WithValue(ctx, causeKey{}, &caller)
 }
 
+// IdempotencyKey is the Idempotency-Key of the request ctx names as the cause of its changes
+// (CausedBy); "" for none, and for background work. The store keeps it with what the request
+// creates (docstore.Options.IdempotentCreates).
+func IdempotencyKey(ctx context.Context) string {
+	if c, _ := ctx.Value(causeKey{}).(*identity.Identity); c != nil {
+		return c.IdempotencyKey
+	}
+	return ""
+}
+
 type answerKey struct{}
 
 // Answer keeps, for one request, the rendering of the aggregate its change raised events

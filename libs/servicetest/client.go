@@ -18,8 +18,11 @@ type Client struct {
 	BaseURL  string
 	Account  string
 	Livemode bool
-	signer   *identity.Signer
-	ids      *ids.Generator
+	// IdempotencyKey is the Idempotency-Key the gateway passes on with every request: "" for
+	// none.
+	IdempotencyKey string
+	signer         *identity.Signer
+	ids            *ids.Generator
 }
 
 // NewClient returns a client of a new account, in test mode, for the service at baseURL.
@@ -36,6 +39,14 @@ func NewClient(t testing.TB, baseURL string) *Client {
 func (c *Client) Mode(livemode bool) *Client {
 	cp := *c
 	cp.Livemode = livemode
+	return &cp
+}
+
+// WithKey returns a client of the same account and mode whose requests carry the
+// Idempotency-Key key, as the gateway passes it on (and again on a retry after a 502).
+func (c *Client) WithKey(key string) *Client {
+	cp := *c
+	cp.IdempotencyKey = key
 	return &cp
 }
 
@@ -85,7 +96,7 @@ func (c *Client) Send(method, target, contentType string, body io.Reader) Respon
 		req.Header.Set("Content-Type", contentType)
 	}
 	c.signer.Sign(req.Header.Set, identity.Identity{
-		Account: c.Account, Livemode: c.Livemode, RequestID: c.ids.New(ids.Request),
+		Account: c.Account, Livemode: c.Livemode, RequestID: c.ids.New(ids.Request), IdempotencyKey: c.IdempotencyKey,
 	}, method, req.URL.Path)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {

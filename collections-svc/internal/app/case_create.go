@@ -43,14 +43,15 @@ func (s *Service) CreateCase(ctx context.Context, caller Caller, in CreateCase) 
 		if err != nil {
 			return nil, err
 		}
-		err = s.Cases.Create(ctx, c)
+		// A create retried under its Idempotency-Key gets the case the first stored.
+		stored, err := s.Cases.Create(ctx, c)
 		if errors.Is(err, domain.ErrReferenceTaken) {
 			continue
 		}
 		if err != nil {
 			return nil, err
 		}
-		return c, nil
+		return stored, nil
 	}
 	return nil, fmt.Errorf("create collection case: %d references in a row were taken", referenceTries)
 }

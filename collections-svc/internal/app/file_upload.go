@@ -148,13 +148,18 @@ func (u *Upload) Commit(ctx context.Context, in FileFields) (*domain.File, error
 		return nil, err
 	}
 	u.w = nil // committed: Abort no longer drops it; a failed record below deletes it
-	if err := u.s.Files.Create(events.CausedBy(ctx, u.caller), f); err != nil {
+	stored, err := u.s.Files.Create(events.CausedBy(ctx, u.caller), f)
+	if err != nil || stored.ID() != f.ID() {
+		// Not recorded, or an upload retried under its Idempotency-Key, answered with the file
+		// the first recorded: the content just streamed is nobody's.
 		if derr := u.s.Contents.Delete(context.WithoutCancel(ctx), f.ID()); derr != nil {
 			u.s.Log.WarnContext(ctx, "deleting the content of a file whose record was not stored", "file", f.ID(), "error", derr.Error())
 		}
+	}
+	if err != nil {
 		return nil, err
 	}
-	return f, nil
+	return stored, nil
 }
 
 // Abort drops whatever was stored of the file. It is safe to call after Commit (it does

@@ -23,8 +23,10 @@ var ErrReferenceTaken = errors.New("collection case reference taken")
 // of another account or mode is CaseNotFound, never returned. The events a case raised
 // (its Recorder) are rendered and stored with it, in the same write, in its outbox.
 type CaseRepository interface {
-	// Create stores a new case, or returns ErrReferenceTaken (nothing stored).
-	Create(ctx context.Context, c *Case) error
+	// Create stores a new case and returns the case stored: c, or, for a create retried under an Idempotency-Key that
+	// already created one, the one stored then (nothing is stored again).
+	// It returns ErrReferenceTaken when another case has c's reference (nothing stored).
+	Create(ctx context.Context, c *Case) (*Case, error)
 	Get(ctx context.Context, id, account string, livemode bool) (*Case, error)
 	// GetByReference returns the caller's case with that reference, or ReferenceNotFound.
 	GetByReference(ctx context.Context, reference, account string, livemode bool) (*Case, error)
@@ -39,8 +41,10 @@ type CaseRepository interface {
 
 // FileRepository stores the records of uploaded files (their content is the Contents port's).
 type FileRepository interface {
-	// Create stores a new file record with its case_file.created event.
-	Create(ctx context.Context, f *File) error
+	// Create stores a new file record with its case_file.created event and returns the record
+	// stored: f, or, for a create retried under an Idempotency-Key that
+	// already created one, the one stored then (nothing is stored again).
+	Create(ctx context.Context, f *File) (*File, error)
 	// Get returns the caller's file of the case, or FileNotFound.
 	Get(ctx context.Context, id, caseID, account string, livemode bool) (*File, error)
 	// List returns one page of the case's files, newest first.

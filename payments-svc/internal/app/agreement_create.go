@@ -56,8 +56,6 @@ func (s *Service) CreateAgreement(ctx context.Context, caller Caller, in CreateA
 			return nil, domainerr.InvalidParam(param, "Invalid %s: %s", param, msg)
 		}
 	}
-	if err := s.Agreements.Create(events.CausedBy(ctx, caller), a); err != nil {
-		return nil, err
-	}
-	return a, nil
+	// A create retried under its Idempotency-Key gets the agreement the first stored.
+	return s.Agreements.Create(events.CausedBy(ctx, caller), a)
 }

@@ -72,11 +72,18 @@ func (s *Service) createRequests(ctx context.Context, caller Caller, in []Create
 		}
 		out[i] = r
 	}
-	if err := s.Requests.Create(events.CausedBy(ctx, caller), out); err != nil {
+	// A create retried under its Idempotency-Key (after a 502 or 504) gets the requests the
+	// first stored, and queues their first attempts again: that first request may have died
+	// between storing and queueing, and a task already queued makes the second a no-op (TaskID).
+	out, err := s.Requests.Create(events.CausedBy(ctx, caller), out)
+	if err != nil {
 		return nil, err
 	}
 	for _, r := range out {
 		n, due := r.Scheduled()
+		if n == 0 { // a replayed request that is settled: nothing left to run
+			continue
+		}
 		if _, err := s.Scheduler.Schedule(ctx, r.ID(), n, due); err != nil {
 			// Stored, so not lost: the reconciler queues the attempt once it is overdue.
 			s.Log.WarnContext(ctx, "queueing the first attempt failed; the reconciler will",

@@ -17,7 +17,9 @@ type AgreementFilter struct {
 // an agreement raised (Raised) are rendered and stored with it, in the same write, in its
 // outbox.
 type AgreementRepository interface {
-	Create(ctx context.Context, a *Agreement) error
+	// Create stores a new agreement and returns the agreement stored: a, or, for a create retried under an Idempotency-Key that already created one, the one
+	// stored then (nothing is stored again).
+	Create(ctx context.Context, a *Agreement) (*Agreement, error)
 	// Get returns the caller's agreement, read from the store (never from a cache: a request
 	// is only charged against an agreement known to be active).
 	Get(ctx context.Context, id, account string, livemode bool) (*Agreement, error)
@@ -43,8 +45,10 @@ type RequestFilter struct {
 
 // RequestRepository stores payment requests, as AgreementRepository stores agreements.
 type RequestRepository interface {
-	// Create stores new requests, all in one write.
-	Create(ctx context.Context, rs []*Request) error
+	// Create stores new requests, all in one write, and returns the requests stored: each of
+	// rs, or, for a create retried under an Idempotency-Key that already created one, the one
+	// stored then (nothing is stored again).
+	Create(ctx context.Context, rs []*Request) ([]*Request, error)
 	Get(ctx context.Context, id, account string, livemode bool) (*Request, error)
 	// Load is Get for the engine, whatever the owner.
 	Load(ctx context.Context, id string) (*Request, error)

@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -72,6 +73,16 @@ type env struct {
 	provider *fakeProvider
 	queue    *outboxtest.Queue
 	caller   app.Caller
+	keys     int
+}
+
+// next is the caller of a new request: each create has an Idempotency-Key of its own ("idem-1"
+// first), as a client's distinct creates do (one key for two creates is a retry: one session).
+func (e *env) next() app.Caller {
+	e.keys++
+	c := e.caller
+	c.IdempotencyKey = fmt.Sprintf("idem-%d", e.keys)
+	return c
 }
 
 func setup(t *testing.T, allowPrivate bool) *env {
@@ -145,7 +156,7 @@ func (e *env) waitPublished(t *testing.T, id string, n int) []events.Event {
 func TestCreate(t *testing.T) {
 	t.Parallel()
 	e := setup(t, false)
-	s, err := e.svc.Create(t.Context(), e.caller, input("https://hooks.example.com/vs"))
+	s, err := e.svc.Create(t.Context(), e.next(), input("https://hooks.example.com/vs"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +182,7 @@ func TestCreate(t *testing.T) {
 	}
 
 	// Without a webhook_url: no destination, the account's endpoints get the events.
-	s2, err := e.svc.Create(t.Context(), e.caller, input(""))
+	s2, err := e.svc.Create(t.Context(), e.next(), input(""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +202,7 @@ func TestCreate(t *testing.T) {
 	e.sched.mu.Lock()
 	e.sched.down = true
 	e.sched.mu.Unlock()
-	if _, err := e.svc.Create(t.Context(), e.caller, input("")); err != nil {
+	if _, err := e.svc.Create(t.Context(), e.next(), input("")); err != nil {
 		t.Fatalf("create with the queue down: %v", err)
 	}
 }
@@ -202,7 +213,7 @@ func TestWebhookURLGuard(t *testing.T) {
 	e := setup(t, false)
 	for _, u := range []string{"https://127.0.0.1/x", "https://localhost:8443/x", "https://10.1.2.3/x", "https://[::1]/x",
 		"https://169.254.169.254/latest", "https://0x7f000001/x", "https://api.localhost/x"} {
-		_, err := e.svc.Create(t.Context(), e.caller, input(u))
+		_, err := e.svc.Create(t.Context(), e.next(), input(u))
 		if de := domainerr.As(err); de == nil || de.Code != "url_not_allowed" || de.Param != "webhook_url" {
 			t.Errorf("%s: %v; want url_not_allowed naming webhook_url", u, err)
 		}
@@ -215,7 +226,7 @@ func TestWebhookURLGuard(t *testing.T) {
 func TestExpire(t *testing.T) {
 	t.Parallel()
 	e := setup(t, false)
-	s, err := e.svc.Create(t.Context(), e.caller, input("https://hooks.example.com/vs"))
+	s, err := e.svc.Create(t.Context(), e.next(), input("https://hooks.example.com/vs"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +254,7 @@ func TestExpire(t *testing.T) {
 	if err := e.svc.Expire(t.Context(), ids.NewGenerator(nil).New(ids.VerificationSession)); err != nil {
 		t.Fatal(err)
 	}
-	s2, _ := e.svc.Create(t.Context(), e.caller, input(""))
+	s2, _ := e.svc.Create(t.Context(), e.next(), input(""))
 	if _, err := e.svc.Cancel(t.Context(), e.caller, s2.ID(), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +277,7 @@ func TestExpireOverdue(t *testing.T) {
 	e := setup(t, false)
 	var created []*domain.Session
 	for range 3 {
-		s, err := e.svc.Create(t.Context(), e.caller, input(""))
+		s, err := e.svc.Create(t.Context(), e.next(), input(""))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -307,7 +318,7 @@ func TestExpireOverdue(t *testing.T) {
 func TestAdvanceAndReport(t *testing.T) {
 	t.Parallel()
 	e := setup(t, false)
-	s, _ := e.svc.Create(t.Context(), e.caller, input("https://hooks.example.com/vs"))
+	s, _ := e.svc.Create(t.Context(), e.next(), input("https://hooks.example.com/vs"))
 	reportID := domain.ReportID(s.ID())
 	if _, err := e.svc.GetReport(t.Context(), e.caller, reportID); !errors.Is(err, domain.ErrReportNotFound) {
 		t.Fatalf("report before completion: %v", err)
@@ -375,7 +386,7 @@ func TestAdvanceAndReport(t *testing.T) {
 func TestCancelAndRedact(t *testing.T) {
 	t.Parallel()
 	e := setup(t, false)
-	s, _ := e.svc.Create(t.Context(), e.caller, input(""))
+	s, _ := e.svc.Create(t.Context(), e.next(), input(""))
 	if _, err := e.svc.Redact(t.Context(), e.caller, s.ID()); domainerr.CodeOf(err) != "invalid_state" {
 		t.Fatalf("redact a created session: %v", err)
 	}

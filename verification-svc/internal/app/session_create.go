@@ -40,8 +40,15 @@ func (s *Service) Create(ctx context.Context, caller Caller, in CreateSession) (
 	if err != nil {
 		return nil, err
 	}
-	if err := s.Sessions.Create(events.CausedBy(ctx, caller), v); err != nil {
+	stored, err := s.Sessions.Create(events.CausedBy(ctx, caller), v)
+	if err != nil {
 		return nil, err
+	}
+	if stored != v {
+		// A create retried under its Idempotency-Key: the session the first stored, whose expiry
+		// is queued or the sweep's to catch (ExpireOverdue), and which a live one's provider was
+		// handed then; it is not handed again.
+		return stored, nil
 	}
 	// The session is stored: a lost task is the sweep's to catch (ExpireOverdue), so a queue
 	// outage delays an expiry rather than failing the request.

@@ -20,8 +20,9 @@ type Filter struct {
 // outbox; the request they name is the one the context names (events.CausedBy), none for
 // background work.
 type Repository interface {
-	// Create stores a new session.
-	Create(ctx context.Context, s *Session) error
+	// Create stores a new session and returns the session stored: s, or, for a create retried under an Idempotency-Key that
+	// already created one, the one stored then (nothing is stored again).
+	Create(ctx context.Context, s *Session) (*Session, error)
 	// Get returns the session, or SessionNotFound.
 	Get(ctx context.Context, id, account string, livemode bool) (*Session, error)
 	// Update reads the session, passes it to fn, and stores the result unless fn fails, in

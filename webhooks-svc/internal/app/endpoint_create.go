@@ -37,8 +37,6 @@ func (s *Service) Create(ctx context.Context, caller Caller, in CreateEndpoint) 
 	if err != nil {
 		return nil, err
 	}
-	if err := s.Endpoints.Create(events.CausedBy(ctx, caller), e); err != nil {
-		return nil, err
-	}
-	return e, nil
+	// A create retried under its Idempotency-Key gets the endpoint the first stored.
+	return s.Endpoints.Create(events.CausedBy(ctx, caller), e)
 }

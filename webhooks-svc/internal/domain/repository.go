@@ -14,8 +14,9 @@ import (
 // in the same write, in its outbox; they name the request in the write's context
 // (events.CausedBy), none for the service's own work.
 type Repository interface {
-	// Create stores a new endpoint.
-	Create(ctx context.Context, e *Endpoint) error
+	// Create stores a new endpoint and returns the endpoint stored: e, or, for a create retried under an Idempotency-Key that
+	// already created one, the one stored then (nothing is stored again).
+	Create(ctx context.Context, e *Endpoint) (*Endpoint, error)
 	// Get returns the endpoint, or ErrNotFound.
 	Get(ctx context.Context, id, account string, livemode bool) (*Endpoint, error)
 	// Update reads the endpoint, passes it to fn, and stores the result unless fn fails, in

@@ -42,6 +42,8 @@ func NewCases(db *docstore.DB, relay *outbox.Relay, emitter events.Renderer[*dom
 		NotFound: domain.CaseNotFound,
 		Conflict: domainerr.LockTimeout("collection case"),
 		Outbox:   relay,
+		// Clients create them: a create retried with its Idempotency-Key stores none.
+		IdempotentCreates: true,
 	})
 	return &Cases{docs: docs, cases: &docstore.Aggregates[caseDoc, *domain.Case]{
 		Docs: docs, NotFound: domain.CaseNotFound, Of: caseDoc.aggregate, Set: (*caseDoc).set, Events: emitter,
@@ -176,15 +178,15 @@ func (d caseDoc) aggregate() *domain.Case {
 
 // Create implements domain.CaseRepository: a false Insert means the unique reference index
 // refused it (the id is new).
-func (r *Cases) Create(ctx context.Context, c *domain.Case) error {
-	created, err := r.cases.Insert(ctx, c)
+func (r *Cases) Create(ctx context.Context, c *domain.Case) (*domain.Case, error) {
+	ins, err := r.cases.InsertOnce(ctx, []*domain.Case{c})
 	if err != nil {
-		return fmt.Errorf("insert collection case: %w", err)
+		return nil, fmt.Errorf("insert collection case: %w", err)
 	}
-	if !created {
-		return domain.ErrReferenceTaken
+	if !ins[0].New && !ins[0].Replay {
+		return nil, domain.ErrReferenceTaken
 	}
-	return nil
+	return ins[0].Stored, nil
 }
 
 // Get implements domain.CaseRepository.

@@ -31,6 +31,8 @@ func NewFiles(db *docstore.DB, relay *outbox.Relay, emitter events.Renderer[*dom
 	docs := docstore.NewCollection[fileDoc](db, FilesCollection, docstore.Options{
 		NotFound: domain.FileNotFound,
 		Outbox:   relay,
+		// Clients create them: a create retried with its Idempotency-Key stores none.
+		IdempotentCreates: true,
 	})
 	return &Files{docs: docs, files: &docstore.Aggregates[fileDoc, *domain.File]{
 		Docs: docs, NotFound: domain.FileNotFound, Of: fileDoc.file, Set: (*fileDoc).set, Events: emitter,
@@ -75,15 +77,15 @@ func (d *fileDoc) set(f *domain.File) {
 }
 
 // Create implements domain.FileRepository.
-func (r *Files) Create(ctx context.Context, f *domain.File) error {
-	created, err := r.files.Insert(ctx, f)
+func (r *Files) Create(ctx context.Context, f *domain.File) (*domain.File, error) {
+	ins, err := r.files.InsertOnce(ctx, []*domain.File{f})
 	if err != nil {
-		return fmt.Errorf("insert case file: %w", err)
+		return nil, fmt.Errorf("insert case file: %w", err)
 	}
-	if !created {
-		return fmt.Errorf("insert case file: %s is stored already", f.ID())
+	if !ins[0].New && !ins[0].Replay {
+		return nil, fmt.Errorf("insert case file: %s is stored already", f.ID())
 	}
-	return nil
+	return ins[0].Stored, nil
 }
 
 func (d fileDoc) file() *domain.File {

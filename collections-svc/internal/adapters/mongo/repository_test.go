@@ -61,7 +61,7 @@ func TestCasesRoundTripAndQueries(t *testing.T) {
 	}
 	g := ids.NewGenerator(nil)
 	c := newCase(t, g, "acct_1", false, "DC-000001", func(p *domain.NewCaseParams) { p.CreditorReference = ptr("INV-1") })
-	if err := repo.Create(ctx, c); err != nil {
+	if _, err := repo.Create(ctx, c); err != nil {
 		t.Fatal(err)
 	}
 	got, err := repo.Get(ctx, c.ID(), "acct_1", false)
@@ -89,11 +89,11 @@ func TestCasesRoundTripAndQueries(t *testing.T) {
 		}
 	}
 	// The same reference is taken within the account and mode only.
-	if err := repo.Create(ctx, newCase(t, g, "acct_1", false, "DC-000001")); !errors.Is(err, domain.ErrReferenceTaken) {
+	if _, err := repo.Create(ctx, newCase(t, g, "acct_1", false, "DC-000001")); !errors.Is(err, domain.ErrReferenceTaken) {
 		t.Fatalf("a second DC-000001 in acct_1/test: %v", err)
 	}
 	for _, other := range []*domain.Case{newCase(t, g, "acct_2", false, "DC-000001"), newCase(t, g, "acct_1", true, "DC-000001")} {
-		if err := repo.Create(ctx, other); err != nil {
+		if _, err := repo.Create(ctx, other); err != nil {
 			t.Fatalf("DC-000001 in another account or mode: %v", err)
 		}
 	}
@@ -125,7 +125,7 @@ func TestConcurrentReferences(t *testing.T) {
 	errs := make([]error, n)
 	for i := range n {
 		c := newCase(t, g, "acct_race", false, "DC-RACE01")
-		wg.Go(func() { errs[i] = repo.Create(t.Context(), c) })
+		wg.Go(func() { _, errs[i] = repo.Create(t.Context(), c) })
 	}
 	wg.Wait()
 	won := 0
@@ -161,12 +161,12 @@ func TestCaseFilters(t *testing.T) {
 		if i >= 6 {
 			_ = c.Pause()
 		}
-		if err := repo.Create(ctx, c); err != nil {
+		if _, err := repo.Create(ctx, c); err != nil {
 			t.Fatal(err)
 		}
 		all = append(all, c)
 	}
-	if err := repo.Create(ctx, newCase(t, g, "acct_other", false, "DC-000009")); err != nil {
+	if _, err := repo.Create(ctx, newCase(t, g, "acct_other", false, "DC-000009")); err != nil {
 		t.Fatal(err)
 	}
 	name := func(cs []*domain.Case) string {
@@ -297,7 +297,7 @@ func TestFiles(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := files.Create(ctx, f); err != nil {
+		if _, err := files.Create(ctx, f); err != nil {
 			t.Fatal(err)
 		}
 		made = append(made, f)

@@ -44,6 +44,8 @@ func NewAgreements(db *docstore.DB, relay *outbox.Relay, emitter events.Renderer
 		Conflict: domainerr.LockTimeout("payment agreement"),
 		Outbox:   relay,
 		Cache:    agreementCache,
+		// Clients create agreements: a create retried with its Idempotency-Key stores none.
+		IdempotentCreates: true,
 	})
 	return &Agreements{docs: docs, agreements: &docstore.Aggregates[agreementDoc, *domain.Agreement]{
 		Docs: docs, NotFound: domain.AgreementNotFound, Of: agreementDoc.agreement, Set: (*agreementDoc).set,
@@ -147,15 +149,15 @@ func (d agreementDoc) agreement() *domain.Agreement {
 }
 
 // Create implements domain.AgreementRepository.
-func (r *Agreements) Create(ctx context.Context, a *domain.Agreement) error {
-	created, err := r.agreements.Insert(ctx, a)
+func (r *Agreements) Create(ctx context.Context, a *domain.Agreement) (*domain.Agreement, error) {
+	ins, err := r.agreements.InsertOnce(ctx, []*domain.Agreement{a})
 	if err != nil {
-		return fmt.Errorf("insert payment agreement: %w", err)
+		return nil, fmt.Errorf("insert payment agreement: %w", err)
 	}
-	if !created {
-		return fmt.Errorf("insert payment agreement: %s is stored already", a.ID())
+	if !ins[0].New && !ins[0].Replay {
+		return nil, fmt.Errorf("insert payment agreement: %s is stored already", a.ID())
 	}
-	return nil
+	return ins[0].Stored, nil
 }
 
 // Get implements domain.AgreementRepository.

@@ -49,7 +49,7 @@ func TestRequestsRoundTripAndQueries(t *testing.T) {
 		}
 		rs = append(rs, newRequest(t, id, account, "pa_"+string(rune('a'+i%2))))
 	}
-	if err := repo.Create(ctx, rs); err != nil {
+	if _, err := repo.Create(ctx, rs); err != nil {
 		t.Fatal(err)
 	}
 	// preq_02: attempt 1 failed, retry due in 24 h; preq_03: claimed long ago.
@@ -182,7 +182,7 @@ func TestIndexDefinitions(t *testing.T) {
 func TestChargeIDsRoundTrip(t *testing.T) {
 	repo := mongo.NewRequests(servicetest.Store(t), outboxtest.NewRelay(&outboxtest.Queue{}), nil)
 	ctx := t.Context()
-	if err := repo.Create(ctx, []*domain.Request{newRequest(t, "preq_01", "acct_1", "pa_a")}); err != nil {
+	if _, err := repo.Create(ctx, []*domain.Request{newRequest(t, "preq_01", "acct_1", "pa_a")}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := repo.Update(ctx, "preq_01", "acct_1", false, func(r *domain.Request) error {

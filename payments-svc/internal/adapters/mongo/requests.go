@@ -38,6 +38,8 @@ func NewRequests(db *docstore.DB, relay *outbox.Relay, emitter events.Renderer[*
 		Conflict: domainerr.LockTimeout("payment request"),
 		Outbox:   relay,
 		Cache:    requestCache,
+		// Clients create requests: a create retried with its Idempotency-Key stores none.
+		IdempotentCreates: true,
 	})
 	return &Requests{docs: docs, requests: &docstore.Aggregates[requestDoc, *domain.Request]{
 		Docs: docs, NotFound: domain.RequestNotFound, Of: requestDoc.request, Set: (*requestDoc).set,
@@ -159,17 +161,19 @@ func requests(docs []requestDoc) []*domain.Request {
 }
 
 // Create implements domain.RequestRepository: one insert command for all of them.
-func (r *Requests) Create(ctx context.Context, rs []*domain.Request) error {
-	created, err := r.requests.InsertAll(ctx, rs)
+func (r *Requests) Create(ctx context.Context, rs []*domain.Request) ([]*domain.Request, error) {
+	ins, err := r.requests.InsertOnce(ctx, rs)
 	if err != nil {
-		return fmt.Errorf("insert payment requests: %w", err)
+		return nil, fmt.Errorf("insert payment requests: %w", err)
 	}
-	for i, ok := range created {
-		if !ok {
-			return fmt.Errorf("insert payment requests: %s is stored already", rs[i].ID())
+	out := make([]*domain.Request, len(ins))
+	for i, in := range ins {
+		if !in.New && !in.Replay {
+			return nil, fmt.Errorf("insert payment requests: %s is stored already", rs[i].ID())
 		}
+		out[i] = in.Stored
 	}
-	return nil
+	return out, nil
 }
 
 // Get implements domain.RequestRepository.

@@ -48,6 +48,8 @@ func NewSessions(db *docstore.DB, relay *outbox.Relay, emitter events.Renderer[*
 		Conflict: domainerr.LockTimeout("verification session"),
 		Outbox:   relay,
 		Cache:    cacheSize,
+		// Clients create them: a create retried with its Idempotency-Key stores none.
+		IdempotentCreates: true,
 	})
 	return &Sessions{docs: docs, sessions: &docstore.Aggregates[document, *domain.Session]{
 		Docs: docs, NotFound: domain.SessionNotFound,
@@ -236,15 +238,15 @@ func (d document) OwnedBy(account string, livemode bool) bool {
 }
 
 // Create implements domain.Repository.
-func (r *Sessions) Create(ctx context.Context, s *domain.Session) error {
-	created, err := r.sessions.Insert(ctx, s)
+func (r *Sessions) Create(ctx context.Context, s *domain.Session) (*domain.Session, error) {
+	ins, err := r.sessions.InsertOnce(ctx, []*domain.Session{s})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if !created {
-		return fmt.Errorf("insert verification session: %s is stored already", s.ID())
+	if !ins[0].New && !ins[0].Replay {
+		return nil, fmt.Errorf("insert verification session: %s is stored already", s.ID())
 	}
-	return nil
+	return ins[0].Stored, nil
 }
 
 // Get implements domain.Repository. It reads the store, not the cache: the cache serves the

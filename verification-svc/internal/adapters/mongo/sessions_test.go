@@ -87,7 +87,7 @@ func (f *fixture) create(livemode bool, email string, created time.Time, ttl tim
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	if err := f.repo.Create(f.t.Context(), s); err != nil {
+	if _, err := f.repo.Create(f.t.Context(), s); err != nil {
 		f.t.Fatal(err)
 	}
 	return s

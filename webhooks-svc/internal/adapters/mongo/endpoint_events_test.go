@@ -34,7 +34,7 @@ func TestEndpointEventsArePublished(t *testing.T) {
 	f := newFixture(t, repo)
 	caused := events.CausedBy(ctx, identity.Identity{Account: f.account, RequestID: "req_1", IdempotencyKey: "key-1"})
 	e := f.endpoint(false, "outbox") // raises webhook_endpoint.created
-	if err := repo.Create(caused, e); err != nil {
+	if _, err := repo.Create(caused, e); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := repo.UpdateAny(ctx, e.ID(), func(e *domain.Endpoint) error {
@@ -117,7 +117,7 @@ func TestSubscribed(t *testing.T) {
 				if disabled {
 					e.Disable()
 				}
-				if err := repo.Create(ctx, e); err != nil {
+				if _, err := repo.Create(ctx, e); err != nil {
 					t.Fatal(err)
 				}
 				return e.ID()

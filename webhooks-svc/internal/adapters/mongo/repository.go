@@ -56,6 +56,8 @@ func NewRepository(db *docstore.DB, relay *outbox.Relay, emitter events.Renderer
 		NotFound: domain.EndpointNotFound,
 		Conflict: domainerr.LockTimeout("webhook endpoint"),
 		Outbox:   relay,
+		// Clients create them: a create retried with its Idempotency-Key stores none.
+		IdempotentCreates: true,
 	})}
 	r.aggregates = docstore.Aggregates[document, *domain.Endpoint]{
 		Docs:     r.docs,
@@ -134,15 +136,15 @@ func (d document) endpoint() *domain.Endpoint {
 }
 
 // Create implements domain.Repository.
-func (r *Repository) Create(ctx context.Context, e *domain.Endpoint) error {
-	created, err := r.aggregates.Insert(ctx, e)
+func (r *Repository) Create(ctx context.Context, e *domain.Endpoint) (*domain.Endpoint, error) {
+	ins, err := r.aggregates.InsertOnce(ctx, []*domain.Endpoint{e})
 	if err != nil {
-		return fmt.Errorf("insert webhook endpoint: %w", err)
+		return nil, fmt.Errorf("insert webhook endpoint: %w", err)
 	}
-	if !created {
-		return fmt.Errorf("insert webhook endpoint: %s is stored already", e.ID())
+	if !ins[0].New && !ins[0].Replay {
+		return nil, fmt.Errorf("insert webhook endpoint: %s is stored already", e.ID())
 	}
-	return nil
+	return ins[0].Stored, nil
 }
 
 // OwnedBy implements docstore.Owned.

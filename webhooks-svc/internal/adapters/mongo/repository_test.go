@@ -77,7 +77,7 @@ func (f *fixture) endpoint(livemode bool, desc string) *domain.Endpoint {
 func (f *fixture) create(livemode bool, desc string) *domain.Endpoint {
 	f.t.Helper()
 	e := f.endpoint(livemode, desc)
-	if err := f.repo.Create(f.t.Context(), e); err != nil {
+	if _, err := f.repo.Create(f.t.Context(), e); err != nil {
 		f.t.Fatal(err)
 	}
 	return e
