@@ -281,6 +281,10 @@ func (c *Collection[T]) InsertAll(ctx context.Context, docs []T) ([]bool, error)
 			}
 		case mongo.IsDuplicateKeyError(err):
 		default:
+			// This document, and those after it, may have been stored without an answer.
+			for j := i; j < len(docs); j++ {
+				c.unknownOutcome(metaOf(&docs[j]).ID, metaOf(&docs[j]))
+			}
 			return nil, fmt.Errorf("insert into %s: %w", c.coll.Name(), err)
 		}
 	}

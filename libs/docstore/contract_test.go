@@ -973,3 +973,44 @@ func TestBracketWithLongWork(t *testing.T) {
 		}
 	})
 }
+
+// A write that lands but whose answer is lost (the store's connection cut after the command was
+// sent) fails for its caller, and its events are still published once: the relay reads the
+// document back, and the published mark does not pass it meanwhile, so the document's next
+// write does not drop them as published (found by the store-cut drill, issue 29).
+func TestEventsOfAWriteThatLandedWithoutAnAnswer(t *testing.T) {
+	eachStrategy(t, func(t *testing.T, s strategy) {
+		e := newEnv(t, s, testkit.MongoDatabase(t), 10)
+		ctx := t.Context()
+		created, lost, next := e.event(t, "acc_1"), e.event(t, "acc_1"), e.event(t, "acc_1")
+		a := account{Meta: docstore.Meta{ID: "acc_1"}}
+		a.Raise(created)
+		if _, err := e.coll.Insert(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		e.relay.Wait()
+		cut := errors.New("connection closed unexpectedly by the other side")
+		docstore.LandThenFail(e.coll, cut)
+		if _, err := e.coll.Update(ctx, "acc_1", func(a *account) error { a.Balance = 1; a.Raise(lost); return nil }); !errors.Is(err, cut) {
+			t.Fatalf("update whose answer was lost: %v", err)
+		}
+		e.relay.Sweep(ctx) // stores the published mark
+		if _, err := e.coll.Update(ctx, "acc_1", func(a *account) error { a.Balance = 2; a.Raise(next); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		e.relay.Wait()
+		e.relay.Sweep(ctx)
+		all, twice := e.queue.IDs(), e.queue.Repeated()
+		for _, ev := range []events.Event{created, lost, next} {
+			if !slices.Contains(all, ev.ID) {
+				t.Errorf("%s never published: %v", ev.ID, all)
+			}
+		}
+		if len(twice) > 0 {
+			t.Errorf("published twice: %v", twice)
+		}
+		if st, _ := e.stored(t, "acc_1"); st.Balance != 2 {
+			t.Fatalf("stored %+v", st)
+		}
+	})
+}

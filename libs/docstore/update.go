@@ -235,6 +235,9 @@ func (c *Collection[T]) write(ctx context.Context, id string, doc *T, applied []
 		return false, fmt.Errorf("encode %s %s: %w", c.coll.Name(), id, err)
 	}
 	if landed, err = c.w.replace(ctx, id, version, final); err != nil || !landed {
+		if err != nil {
+			c.unknownOutcome(id, m)
+		}
 		return false, wrap(err, "replace", c.coll.Name(), id)
 	}
 	c.remember(id, final)
@@ -243,6 +246,19 @@ func (c *Collection[T]) write(ctx context.Context, id string, doc *T, applied []
 	c.stored(final)
 	c.dispatch(ctx, id, raised)
 	return true, nil
+}
+
+// unknownOutcome is what a write that failed without an answer leaves: it may have landed (the
+// connection was cut after the command was sent), events included. The cached copy is dropped,
+// and the document stays pending under the write's stamp, so the published mark stays below it
+// (marks.go) and the relay reads it back: it publishes the events if the write landed and
+// forgets the document if it did not. Without this the mark would pass the stamp once the write
+// is done, and the document's next write would drop the unpublished events as published.
+func (c *Collection[T]) unknownOutcome(id string, m *Meta) {
+	c.forget(id)
+	if m.OutboxStamp != 0 {
+		c.pending.note(id, m.OutboxSince, m.OutboxStamp)
+	}
 }
 
 // fillOutbox sets the document's outbox to its entries not yet published and the raised ones,
