@@ -58,17 +58,24 @@ func (m *Aggregates[D, A]) Insert(ctx context.Context, a A) (bool, error) {
 // InsertAll is Insert of several aggregates in one command; it reports for each whether it was
 // new.
 func (m *Aggregates[D, A]) InsertAll(ctx context.Context, as []A) ([]bool, error) {
+	_, created, err := m.insert(ctx, as)
+	return created, err
+}
+
+// insert stores the aggregates with their events in one command and returns their documents
+// and whether each was new.
+func (m *Aggregates[D, A]) insert(ctx context.Context, as []A) ([]D, []bool, error) {
 	docs := make([]D, len(as))
 	for i, a := range as {
 		if err := m.Put(ctx, &docs[i], a); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	created, err := m.Docs.InsertAll(ctx, docs)
 	if err != nil {
-		return nil, fmt.Errorf("insert into %s: %w", m.Docs.Name(), err)
+		return nil, nil, fmt.Errorf("insert into %s: %w", m.Docs.Name(), err)
 	}
-	return created, nil
+	return docs, created, nil
 }
 
 // Get reads the aggregate id of the caller's (account, mode), or NotFound(id) for one that does

@@ -104,15 +104,9 @@ type Insertion[A any] struct {
 // aggregate the key already created it answers with that one (Replay). One that is neither new
 // nor a replay was refused for its id or another unique index's value.
 func (m *Aggregates[D, A]) InsertOnce(ctx context.Context, as []A) ([]Insertion[A], error) {
-	docs := make([]D, len(as))
-	for i, a := range as {
-		if err := m.Put(ctx, &docs[i], a); err != nil {
-			return nil, err
-		}
-	}
-	created, err := m.Docs.InsertAll(ctx, docs)
+	docs, created, err := m.insert(ctx, as)
 	if err != nil {
-		return nil, fmt.Errorf("insert into %s: %w", m.Docs.Name(), err)
+		return nil, err
 	}
 	out := make([]Insertion[A], len(as))
 	for i, a := range as {

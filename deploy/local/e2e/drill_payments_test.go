@@ -34,55 +34,25 @@ func TestDrillPaymentsKilledDuringCollection(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), scale(3*time.Minute, 10*time.Minute))
 	defer cancel()
-	ids := make([]string, n)
-	var acked, tries atomic.Int64
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	for range 8 {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				body := map[string]any{"payment_agreement": agreement, "amount": 1000 + i, "currency": "eur", "description": fmt.Sprintf("drill %d", i)}
-				res, k, err := postUntilApplied(ctx, p.GatewayURL+"/v1/payment_requests", key, fmt.Sprintf("drill-paykill-%d", i), body)
-				tries.Add(int64(k))
-				if err == nil && res.Status != 200 {
-					err = fmt.Errorf("payment request %d: %d %s", i, res.Status, res.Raw)
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
-				ids[i] = str(res.Body["id"])
-				acked.Add(1)
-			}
-		})
-	}
+	c := p.createRequests(ctx, key, agreement, "drill-paykill", n)
 	// The kills are spread over the creates, so each meets requests being created, charged
 	// and recorded.
 	for k := 1; k <= kills; k++ {
-		for acked.Load() < int64(k*n/(kills+1)) && ctx.Err() == nil {
+		for c.acked.Load() < int64(k*n/(kills+1)) && ctx.Err() == nil {
 			time.Sleep(20 * time.Millisecond)
 		}
 		if err := p.Kill("payments-svc"); err != nil {
 			t.Fatal(err)
 		}
-		d.did("SIGKILL of payments-svc #%d with %d of %d requests acknowledged", k, acked.Load(), n)
+		d.did("SIGKILL of payments-svc #%d with %d of %d requests acknowledged", k, c.acked.Load(), n)
 		time.Sleep(300 * time.Millisecond)
 		if err := p.Restart(ctx, "payments-svc"); err != nil {
 			t.Fatalf("restarting payments-svc: %v", err)
 		}
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	d.count(int(tries.Load()), kills)
-	d.did("%d payment requests acknowledged, in %d POSTs (retries with the same Idempotency-Key through the kills)", n, tries.Load())
+	ids := c.wait(t)
+	d.count(int(c.tries.Load()), kills)
+	d.did("%d payment requests acknowledged, in %d POSTs (retries with the same Idempotency-Key through the kills)", n, c.tries.Load())
 
 	// Every request ends succeeded: the reconciler takes over the attempts the kills cut.
 	deadline := time.Now().Add(scale(3*time.Minute, 5*time.Minute))
@@ -188,6 +158,57 @@ func TestDrillPaymentsKilledDuringCollection(t *testing.T) {
 	}
 	d.losses(lost+lostEvents, doubledRequests+doubledCharges+doubledEvents)
 	p.noDeaths(t)
+}
+
+// creates are payment requests being created by 8 clients, each POST retried with its
+// Idempotency-Key until applied, as a careful client does through a fault.
+type creates struct {
+	ids          []string
+	acked, tries atomic.Int64
+	wg           sync.WaitGroup
+	errs         chan error
+}
+
+// createRequests starts creating n payment requests against agreement, request i of amount
+// 1000+i (so a request created twice shows as two of one amount) under the key prefix-i.
+func (p *platform) createRequests(ctx context.Context, key, agreement, prefix string, n int) *creates {
+	c := &creates{ids: make([]string, n), errs: make(chan error, n)}
+	var next atomic.Int64
+	for range 8 {
+		c.wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				body := map[string]any{"payment_agreement": agreement, "amount": 1000 + i, "currency": "eur", "description": fmt.Sprintf("drill %d", i)}
+				res, k, err := postUntilApplied(ctx, p.GatewayURL+"/v1/payment_requests", key, fmt.Sprintf("%s-%d", prefix, i), body)
+				c.tries.Add(int64(k))
+				if err == nil && res.Status != 200 {
+					err = fmt.Errorf("payment request %d: %d %s", i, res.Status, res.Raw)
+				}
+				if err != nil {
+					c.errs <- err
+					return
+				}
+				c.ids[i] = str(res.Body["id"])
+				c.acked.Add(1)
+			}
+		})
+	}
+	return c
+}
+
+// wait returns the requests' ids once every create is acknowledged, and fails the test on the
+// first that could not be.
+func (c *creates) wait(t *testing.T) []string {
+	t.Helper()
+	c.wg.Wait()
+	close(c.errs)
+	for err := range c.errs {
+		t.Fatal(err)
+	}
+	return c.ids
 }
 
 // Redis is flushed while payment retries and session expiries are scheduled in it: the

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -47,43 +45,15 @@ func TestDrillReplicasOnMongoDB(t *testing.T) {
 	p.createEndpoint(t, key, rx.URL()+"/rx", eventtype.PaymentRequestSucceeded)
 	agreement := str(p.createAgreement(t, key, "tok_test_success")["id"])
 
-	ids := make([]string, n)
-	var acked, next atomic.Int64
-	errs := make(chan error, n)
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				body := map[string]any{"payment_agreement": agreement, "amount": 1000 + i, "currency": "eur"}
-				res, _, err := postUntilApplied(ctx, p.GatewayURL+"/v1/payment_requests", key, fmt.Sprintf("drill-replicas-%d", i), body)
-				if err == nil && res.Status != 200 {
-					err = fmt.Errorf("payment request %d: %d %s", i, res.Status, res.Raw)
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
-				ids[i] = str(res.Body["id"])
-				acked.Add(1)
-			}
-		})
-	}
-	for acked.Load() < int64(n/2) && ctx.Err() == nil {
+	c := p.createRequests(ctx, key, agreement, "drill-replicas", n)
+	for c.acked.Load() < int64(n/2) && ctx.Err() == nil {
 		time.Sleep(20 * time.Millisecond)
 	}
 	if err := p.Kill("payments-svc#2"); err != nil {
 		t.Fatal(err)
 	}
-	d.did("SIGKILL of payments-svc#2 with %d of %d requests acknowledged", acked.Load(), n)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	d.did("SIGKILL of payments-svc#2 with %d of %d requests acknowledged", c.acked.Load(), n)
+	ids := c.wait(t)
 	d.count(n, 1)
 
 	// Every request's success delivered, exactly once.

@@ -17,7 +17,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -129,47 +128,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		defer stopProfile()
 	}
 
-	root, err := filepath.Abs(".")
+	// The load would be throttled by the default rate limits: they are off for the dev key,
+	// which the delivery bench and the gateway baseline use. The gateway bench measures
+	// limiting with a key of its own (a per-key limit set far above the load, so it is
+	// evaluated on every request but never refuses).
+	p, err := load.StartPlatform(ctx, "bench", getenv, map[string]string{"VERIFICATION_SESSION_TTL": s.verifTTL.String()}, stdout)
 	if err != nil {
 		return err
 	}
-	dataDir, err := os.MkdirTemp("", "rental-bench-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dataDir)
-	if err := os.MkdirAll(filepath.Join(root, ".data"), 0o755); err != nil {
-		return err
-	}
-	// A file of its own: two benches running at once (one -only section each) would
-	// otherwise write over each other's logs.
-	logFile, err := os.CreateTemp(filepath.Join(root, ".data"), "bench-stack-*.log")
-	if err != nil {
-		return err
-	}
-	defer logFile.Close()
-	logPath := logFile.Name()
-	fmt.Fprintf(stdout, "Starting the platform (as make run does; its logs go to %s)...\n", logPath)
-	st, err := stack.Start(ctx, stack.Options{
-		RepoRoot: root, DataDir: dataDir,
-		MongoURI: getenv("MONGODB_URI"), RedisURL: getenv("REDIS_URL"),
-		DatabasePrefix: fmt.Sprintf("bench_%d_", time.Now().Unix()),
-		GatewayAddr:    "127.0.0.1:0", AdminAddr: "127.0.0.1:0",
-		Env: map[string]string{"PATH": getenv("PATH"), "HOME": getenv("HOME"),
-			// the receiver is a local TLS server with a self-signed certificate
-			"WEBHOOKS_ALLOW_PRIVATE": "true", "WEBHOOKS_TLS_INSECURE": "true",
-			// The load would be throttled by the default rate limits (25 req/s in test mode):
-			// they are off for the dev key, which the delivery bench and the gateway baseline
-			// use. The gateway bench measures limiting with a key of its own (a per-key limit
-			// set far above the load, so it is evaluated on every request but never refuses).
-			"GATEWAY_RATE_LIMIT_TEST": "0", "GATEWAY_RATE_LIMIT_LIVE": "0", "GATEWAY_AUTH_FAILURE_LIMIT": "0",
-			"VERIFICATION_SESSION_TTL": s.verifTTL.String()},
-		Output: logFile,
-	})
-	if err != nil {
-		return err
-	}
-	defer st.Stop()
+	defer p.Stop()
+	st, root, dataDir, logFile := p.Stack, p.Root, p.DataDir, p.Log
 
 	if s.only == "" || s.only == "gateway" || s.only == "edge" {
 		if err := benchEdge(ctx, st, s, root, dataDir, logFile, stdout); err != nil {

@@ -82,10 +82,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
-	root, err := filepath.Abs(".")
-	if err != nil {
-		return err
-	}
 	out, err := filepath.Abs(s.out)
 	if err != nil {
 		return err
@@ -93,37 +89,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
-	dataDir, err := os.MkdirTemp("", "rental-soak-")
+	p, err := load.StartPlatform(ctx, "soak", getenv, nil, stdout)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dataDir)
-	if err := os.MkdirAll(filepath.Join(root, ".data"), 0o755); err != nil {
-		return err
-	}
-	logFile, err := os.CreateTemp(filepath.Join(root, ".data"), "soak-stack-*.log")
-	if err != nil {
-		return err
-	}
-	defer logFile.Close()
-	fmt.Fprintf(stdout, "Starting the platform (as make run does; its logs go to %s)...\n", logFile.Name())
-	st, err := stack.Start(ctx, stack.Options{
-		RepoRoot: root, DataDir: dataDir,
-		MongoURI: getenv("MONGODB_URI"), RedisURL: getenv("REDIS_URL"),
-		DatabasePrefix: fmt.Sprintf("soak_%d_", time.Now().Unix()),
-		GatewayAddr:    "127.0.0.1:0", AdminAddr: "127.0.0.1:0",
-		Env: map[string]string{"PATH": getenv("PATH"), "HOME": getenv("HOME"),
-			// the receiver is a local TLS server with a self-signed certificate
-			"WEBHOOKS_ALLOW_PRIVATE": "true", "WEBHOOKS_TLS_INSECURE": "true",
-			// The soak is about the platform under steady load, not its throttling: the
-			// test-mode limit (25 req/s per key) would refuse most of it.
-			"GATEWAY_RATE_LIMIT_TEST": "0", "GATEWAY_RATE_LIMIT_LIVE": "0", "GATEWAY_AUTH_FAILURE_LIMIT": "0"},
-		Output: logFile,
-	})
-	if err != nil {
-		return err
-	}
-	defer st.Stop()
+	defer p.Stop()
+	st := p.Stack
 
 	rcv := startReceiver()
 	defer rcv.close()

@@ -8,9 +8,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"mime/multipart"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -184,4 +186,65 @@ func Poll(ctx context.Context, timeout, interval time.Duration, cond func() (boo
 		case <-time.After(interval):
 		}
 	}
+}
+
+// Platform is the platform a load driver started: the stack, the repository it was built from,
+// the folder holding its data and the file holding its programs' logs.
+type Platform struct {
+	*stack.Stack
+	Root, DataDir string
+	Log           *os.File
+}
+
+// StartPlatform starts the platform as `make run` does (embedded stores unless MONGODB_URI /
+// REDIS_URL are set) for the load driver name ("bench", "soak"), from the repository in the
+// working directory: its data in a temporary folder, its logs in a file of its own under .data
+// (two drivers at once would otherwise write over each other's), deliveries allowed to a
+// local TLS receiver with a self-signed certificate and the gateway's rate limits off (the
+// default test-mode limit, 25 req/s, would refuse most of a load), plus env. Stop undoes it.
+func StartPlatform(ctx context.Context, name string, getenv func(string) string, env map[string]string, stdout io.Writer) (p *Platform, err error) {
+	p = &Platform{}
+	if p.Root, err = filepath.Abs("."); err != nil {
+		return nil, err
+	}
+	if p.DataDir, err = os.MkdirTemp("", "rental-"+name+"-"); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			p.Stop()
+		}
+	}()
+	if err := os.MkdirAll(filepath.Join(p.Root, ".data"), 0o755); err != nil {
+		return nil, err
+	}
+	if p.Log, err = os.CreateTemp(filepath.Join(p.Root, ".data"), name+"-stack-*.log"); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(stdout, "Starting the platform (as make run does; its logs go to %s)...\n", p.Log.Name())
+	all := map[string]string{"PATH": getenv("PATH"), "HOME": getenv("HOME"),
+		"WEBHOOKS_ALLOW_PRIVATE": "true", "WEBHOOKS_TLS_INSECURE": "true",
+		"GATEWAY_RATE_LIMIT_TEST": "0", "GATEWAY_RATE_LIMIT_LIVE": "0", "GATEWAY_AUTH_FAILURE_LIMIT": "0"}
+	for k, v := range env {
+		all[k] = v
+	}
+	p.Stack, err = stack.Start(ctx, stack.Options{
+		RepoRoot: p.Root, DataDir: p.DataDir,
+		MongoURI: getenv("MONGODB_URI"), RedisURL: getenv("REDIS_URL"),
+		DatabasePrefix: fmt.Sprintf("%s_%d_", name, time.Now().Unix()),
+		GatewayAddr:    "127.0.0.1:0", AdminAddr: "127.0.0.1:0",
+		Env: all, Output: p.Log,
+	})
+	return p, err
+}
+
+// Stop stops the platform and removes its data; its log stays.
+func (p *Platform) Stop() {
+	if p.Stack != nil {
+		_ = p.Stack.Stop()
+	}
+	if p.Log != nil {
+		_ = p.Log.Close()
+	}
+	_ = os.RemoveAll(p.DataDir)
 }
