@@ -104,6 +104,9 @@ type Payment struct {
 	PaidAt    time.Time // a date: midnight UTC
 	Reference string    // "" when not given
 	Created   time.Time
+	// Key is the Idempotency-Key of the request that recorded it ("" without one): a retry of
+	// that request finds the payment recorded instead of recording another. Not shown.
+	Key string
 }
 
 // Case is a debt submitted for recovery.
@@ -361,6 +364,7 @@ func (c *Case) Close(code CloseCode) error {
 // PaymentParams is a debt payment as the client gives it; nil: not sent.
 type PaymentParams struct {
 	ID        string // assigned by the application
+	Key       string // the request's Idempotency-Key, "" without one
 	Created   time.Time
 	Amount    *int64
 	PaidAt    *string
@@ -370,7 +374,18 @@ type PaymentParams struct {
 // RecordPayment records a payment the debtor made and lowers the remainder by it; a payment
 // that clears the remainder closes the case as paid_in_full. A payment above the remainder is
 // refused, and so is any payment once the case is closed or before it is active.
+//
+// A payment recorded before under the same Idempotency-Key is answered as it is, recording
+// nothing and raising nothing, whatever the case's state since (the first may have closed it):
+// a request retried after an answer that was lost (a 502 or 504) records its payment once.
 func (c *Case) RecordPayment(p PaymentParams) (Payment, error) {
+	if p.Key != "" {
+		for _, pay := range c.payments {
+			if pay.Key == p.Key {
+				return pay, nil
+			}
+		}
+	}
 	if c.status != StatusActive && c.status != StatusPaused {
 		return Payment{}, domainerr.InvalidState("Payments can only be recorded on an active or paused collection case; this one is %s.", c.status)
 	}
@@ -391,7 +406,7 @@ func (c *Case) RecordPayment(p PaymentParams) (Payment, error) {
 	if err != nil {
 		return Payment{}, err
 	}
-	pay := Payment{ID: p.ID, Amount: *p.Amount, PaidAt: paidAt, Created: p.Created.UTC().Truncate(time.Second)}
+	pay := Payment{ID: p.ID, Amount: *p.Amount, PaidAt: paidAt, Created: p.Created.UTC().Truncate(time.Second), Key: p.Key}
 	if p.Reference != nil {
 		if pay.Reference, err = CallerReference("reference", *p.Reference); err != nil {
 			return Payment{}, err

@@ -241,6 +241,27 @@ func TestPayments(t *testing.T) {
 			}
 		}
 	})
+	t.Run("retried under its Idempotency-Key", func(t *testing.T) {
+		c := newCase(t)
+		params := domain.PaymentParams{ID: "dpay_1", Key: "k-1", Created: now, Amount: ptr(int64(120000)), PaidAt: ptr("2026-11-20")}
+		first, err := c.RecordPayment(params)
+		if err != nil || c.Status() != domain.StatusClosed {
+			t.Fatalf("first: %v, %s", err, c.Status())
+		}
+		raised := len(c.Raised())
+		// The retry comes with another id from the application, after the first closed the case.
+		params.ID = "dpay_2"
+		again, err := c.RecordPayment(params)
+		if err != nil || again != first || len(c.Payments()) != 1 || c.Remainder() != 0 || len(c.Raised()) != raised {
+			t.Fatalf("retry: %v, %+v (first %+v), %d payments, remainder %d, %d events raised (were %d)",
+				err, again, first, len(c.Payments()), c.Remainder(), len(c.Raised()), raised)
+		}
+		// Another key is another payment (here refused: the case is closed).
+		params.Key = "k-2"
+		if _, err := c.RecordPayment(params); domainerr.As(err) == nil || domainerr.As(err).Code != "invalid_state" {
+			t.Fatalf("another key on the closed case: %v", err)
+		}
+	})
 	t.Run("to zero", func(t *testing.T) {
 		c := newCase(t)
 		p, err := pay(c, 20000)

@@ -132,6 +132,7 @@ type paymentDoc struct {
 	PaidAt    time.Time `bson:"paid_at"`
 	Reference string    `bson:"reference,omitempty"`
 	Created   int64     `bson:"created"`
+	Key       string    `bson:"key,omitempty"` // the Idempotency-Key that recorded it
 }
 
 // OwnedBy implements docstore.Owned.
@@ -153,7 +154,7 @@ func (d *caseDoc) set(c *domain.Case) {
 	d.Metadata, d.Created = docstore.MetadataOf(s.Metadata), s.Created.Unix()
 	d.Payments = make([]paymentDoc, len(s.Payments))
 	for i, p := range s.Payments {
-		d.Payments[i] = paymentDoc{ID: p.ID, Amount: p.Amount, PaidAt: p.PaidAt.UTC(), Reference: p.Reference, Created: p.Created.Unix()}
+		d.Payments[i] = paymentDoc{ID: p.ID, Amount: p.Amount, PaidAt: p.PaidAt.UTC(), Reference: p.Reference, Created: p.Created.Unix(), Key: p.Key}
 	}
 }
 
@@ -161,7 +162,7 @@ func (d caseDoc) aggregate() *domain.Case {
 	db := d.Debtor
 	payments := make([]domain.Payment, len(d.Payments))
 	for i, p := range d.Payments {
-		payments[i] = domain.Payment{ID: p.ID, Amount: p.Amount, PaidAt: p.PaidAt.UTC(), Reference: p.Reference, Created: time.Unix(p.Created, 0).UTC()}
+		payments[i] = domain.Payment{ID: p.ID, Amount: p.Amount, PaidAt: p.PaidAt.UTC(), Reference: p.Reference, Created: time.Unix(p.Created, 0).UTC(), Key: p.Key}
 	}
 	return domain.RehydrateCase(domain.CaseState{
 		ID: d.ID, Account: d.Account, Livemode: d.Livemode, Reference: d.Reference,

@@ -99,14 +99,14 @@ func TestCasesRoundTripAndQueries(t *testing.T) {
 	}
 	// Payments round trip.
 	updated, err := repo.Update(ctx, c.ID(), "acct_1", false, func(c *domain.Case) error {
-		_, err := c.RecordPayment(domain.PaymentParams{ID: "dpay_1", Created: t0, Amount: ptr(int64(5000)), PaidAt: ptr("2026-11-01"), Reference: ptr("r")})
+		_, err := c.RecordPayment(domain.PaymentParams{ID: "dpay_1", Key: "idem-1", Created: t0, Amount: ptr(int64(5000)), PaidAt: ptr("2026-11-01"), Reference: ptr("r")})
 		return err
 	})
 	if err != nil || updated.Status() != domain.StatusClosed {
 		t.Fatalf("pay in full: %v", err)
 	}
 	got, _ = repo.Get(ctx, c.ID(), "acct_1", false)
-	if fmt.Sprintf("%+v", got.State()) != fmt.Sprintf("%+v", updated.State()) || len(got.Payments()) != 1 {
+	if fmt.Sprintf("%+v", got.State()) != fmt.Sprintf("%+v", updated.State()) || len(got.Payments()) != 1 || got.Payments()[0].Key != "idem-1" {
 		t.Fatalf("after payment:\n%+v\n%+v", got.State(), updated.State())
 	}
 }
