@@ -1,0 +1,166 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"rentalplatform/deploy/local/e2e/receiver"
+)
+
+// The whole local platform (the launcher, with the embedded store and Redis in it) is killed
+// with SIGKILL while 8 clients update endpoints, and started again on its data folder: every
+// update a client saw acknowledged has its webhook_endpoint.updated event stored, once, and
+// delivered.
+//
+// A known gap makes it fail today, so it runs only with DRILLS_KNOWN_GAPS=1: an event already
+// published to the embedded Redis (its outbox entry cleared) but not yet stored by
+// webhooks-svc dies with the launcher (README, "Killed instead of stopped"). Measured: 1 of 104
+// acknowledged updates lost its event. The fix is for a publisher to keep what it published until
+// webhooks-svc has stored it, or to publish again what Redis lost; then this drill joins the others.
+func TestDrillPlatformKilledWithWritesInFlight(t *testing.T) {
+	if os.Getenv("DRILLS_KNOWN_GAPS") != "1" {
+		t.Skip("known gap (an event published to the embedded Redis but not yet stored by webhooks-svc is lost with the launcher: 1 of 104 in the last run); DRILLS_KNOWN_GAPS=1 runs it")
+	}
+	t.Parallel()
+	if runtime.GOOS != "linux" {
+		t.Skip("only Linux kills a process's children with it (Pdeathsig)")
+	}
+	const clients = 8
+	before := scale(100, 400) // acknowledged updates before the kill
+	d := newDrill(t, "the local platform killed with writes in flight")
+	bin := buildLauncher(t)
+	dataDir := t.TempDir()
+	env := func() map[string]string {
+		return merged(deliveryEnv("1s,2s,3s"), gatewayLimitsOff, map[string]string{"GATEWAY_ADDR": "127.0.0.1:0", "ADMIN_ADDR": "127.0.0.1:0"})
+	}
+	first := startLauncher(t, bin, dataDir, env())
+	first.running(t)
+	key := first.devKey(t)
+	rx := receiver.New(t)
+	if r := call(t, "POST", first.gatewayURL+"/v1/webhook_endpoints", key, map[string]any{"url": rx.URL() + "/rx", "enabled_events": []string{"webhook_endpoint.updated"}}); r.Status != 200 {
+		t.Fatalf("endpoint: %d %s", r.Status, r.Raw)
+	}
+	targets := make([]string, clients)
+	for c := range targets {
+		r := call(t, "POST", first.gatewayURL+"/v1/webhook_endpoints", key, map[string]any{"url": publicURL, "enabled_events": []string{quietType}})
+		if r.Status != 200 {
+			t.Fatalf("endpoint: %d %s", r.Status, r.Raw)
+		}
+		targets[c] = str(r.Body["id"])
+	}
+
+	// Each client updates its endpoint's description to c<client>-<n>, n = 1, 2, …, until the
+	// platform stops answering; acked[c] is the last n it saw answered 200.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	acked := make([]int, clients)
+	var total, sent atomic.Int64
+	var wg sync.WaitGroup
+	for c := range clients {
+		wg.Go(func() {
+			for n := 1; ctx.Err() == nil; n++ {
+				sent.Add(1)
+				res, err := send(ctx, "POST", first.gatewayURL+"/v1/webhook_endpoints/"+targets[c], key, map[string]any{"description": fmt.Sprintf("c%d-%d", c, n)}, nil)
+				if err != nil || res.Status != 200 {
+					return // the platform is gone
+				}
+				acked[c] = n
+				total.Add(1)
+			}
+		})
+	}
+	for total.Load() < int64(before) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := first.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-first.done
+	killedAt := time.Now()
+	wg.Wait()
+	cancel()
+	d.did("SIGKILL of the launcher with %d updates acknowledged and %d in flight (%d clients)", total.Load(), sent.Load()-total.Load(), clients)
+	d.count(int(sent.Load()), 1)
+	killLeftovers(t, dataDir)
+
+	second := startLauncher(t, bin, dataDir, env())
+	second.running(t)
+	d.did("started the platform again on its data folder (%s after the kill)", time.Since(killedAt).Round(100*time.Millisecond))
+
+	// Stored: every acknowledged update's event, once.
+	want := map[string]bool{}
+	for c := range clients {
+		for n := 1; n <= acked[c]; n++ {
+			want[fmt.Sprintf("c%d-%d", c, n)] = true
+		}
+	}
+	var stored []string
+	deadline := time.Now().Add(scale(time.Minute, 2*time.Minute))
+	for {
+		stored = stored[:0]
+		for _, e := range listAll(t, key, second.gatewayURL+"/v1/events?type=webhook_endpoint.updated") {
+			obj, _ := e["data"].(map[string]any)["object"].(map[string]any)
+			stored = append(stored, str(obj["description"]))
+		}
+		missing := 0
+		for desc := range want {
+			if !slices.Contains(stored, desc) {
+				missing++
+			}
+		}
+		if missing == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	counts, doubled := countBy(stored)
+	unstored := 0
+	for desc := range want {
+		if counts[desc] == 0 {
+			unstored++
+			t.Errorf("the acknowledged update %s has no event", desc)
+		}
+	}
+	d.found("%d updated events stored for %d acknowledged updates (%d not stored)", len(stored), len(want), unstored)
+
+	// Delivered: every acknowledged update's event reaches the endpoint.
+	reqs, ok := rx.Await("/rx", scale(3*time.Minute, 4*time.Minute), func(reqs []receiver.Request) bool {
+		got := map[string]bool{}
+		for _, q := range reqs {
+			if q.Succeeded() {
+				got[str(q.Event().Data.Object["description"])] = true
+			}
+		}
+		for desc := range want {
+			if !got[desc] {
+				return false
+			}
+		}
+		return true
+	})
+	lost := 0 // acknowledged updates whose event is not stored or not delivered
+	got := map[string]bool{}
+	for _, q := range reqs {
+		if q.Succeeded() {
+			got[str(q.Event().Data.Object["description"])] = true
+		}
+	}
+	for desc := range want {
+		if !got[desc] || counts[desc] == 0 {
+			lost++
+		}
+	}
+	if !ok {
+		t.Errorf("%d acknowledged updates' events not delivered", lost)
+	}
+	d.found("%d deliveries; every acknowledged update's event delivered: %v", len(reqs), ok)
+	d.losses(lost, doubled)
+	second.stop(t)
+}
