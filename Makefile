@@ -35,11 +35,12 @@ test: ## Run every module's tests with -race (uses REDIS_URL / MONGODB_URI when 
 
 # The drills (deploy/local/e2e, Test…Drill…) in their full form; `make test` runs their short
 # form. Each prints what it did and found, and one line of figures (requests, faults, lost,
-# doubled) collected in bin/drills.txt and printed at the end.
+# doubled) collected in bin/drills.txt and printed at the end. Two at a time: each starts a
+# platform of its own, and the full loads want the machine.
 DRILLS_FLAGS ?=
 drills: ## Fault drills at full size (payments-svc and webhooks-svc killed, Redis flushed and unreachable, the store cut mid-write, hostile receivers; docs/operations.md#drills-make-drills); about 15 minutes; DRILLS_FLAGS='-run TestDrillRedisUnreachable' for one
 	@mkdir -p bin && rm -f bin/drills.txt
-	DRILLS=full DRILLS_REPORT=$(CURDIR)/bin/drills.txt go test -race -count=1 -timeout 60m -v -run '^TestDrill' $(DRILLS_FLAGS) ./deploy/local/e2e/; status=$$?; \
+	DRILLS=full DRILLS_REPORT=$(CURDIR)/bin/drills.txt go test -race -count=1 -timeout 60m -parallel 2 -v -run '^TestDrill' $(DRILLS_FLAGS) ./deploy/local/e2e/; status=$$?; \
 	  if [ -f bin/drills.txt ]; then echo; cat bin/drills.txt; fi; exit $$status
 
 # BENCH_FLAGS are the bench driver's (go run ./deploy/local/cmd/bench -h): make bench BENCH_FLAGS='-only gateway'.
