@@ -42,9 +42,9 @@ type drill struct {
 	t    *testing.T
 	name string
 
-	mu                             sync.Mutex
-	requests, faults, lost, dubbed int
-	notes                          []string
+	mu                              sync.Mutex
+	requests, faults, lost, doubled int
+	notes                           []string
 }
 
 // newDrill starts a drill's report; its summary line is written when the test ends, with
@@ -61,7 +61,7 @@ func newDrill(t *testing.T, name string) *drill {
 			verdict = "FAIL"
 		}
 		d.mu.Lock()
-		line := fmt.Sprintf("drill %-44s %-5s requests=%-6d faults=%-3d lost=%-3d doubled=%-3d %s", d.name, form, d.requests, d.faults, d.lost, d.dubbed, verdict)
+		line := fmt.Sprintf("drill %-44s %-5s requests=%-6d faults=%-3d lost=%-3d doubled=%-3d %s", d.name, form, d.requests, d.faults, d.lost, d.doubled, verdict)
 		if len(d.notes) > 0 {
 			line += " (" + strings.Join(d.notes, "; ") + ")"
 		}
@@ -121,7 +121,7 @@ func (d *drill) losses(lost, doubled int) {
 	d.t.Helper()
 	d.mu.Lock()
 	d.lost += lost
-	d.dubbed += doubled
+	d.doubled += doubled
 	d.mu.Unlock()
 	if lost != 0 || doubled != 0 {
 		d.t.Errorf("drill %s: %d lost, %d doubled", d.name, lost, doubled)

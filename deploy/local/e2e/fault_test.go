@@ -181,8 +181,8 @@ func TestDrillRedisUnreachable(t *testing.T) {
 		start := time.Now()
 		triggers = append(triggers, p.trigger(t, key)) // fails the test unless the write succeeds
 		requests++
-		if d := time.Since(start); d > slowest {
-			slowest = d
+		if took := time.Since(start); took > slowest {
+			slowest = took
 		}
 		if i%10 == 0 {
 			r := callRaw(t, "POST", p.GatewayURL+"/v1/webhook_endpoints", key, fmt.Sprintf(`{"url":%q,"enabled_events":[%q]}`, publicURL, quietType), idem(fmt.Sprintf("drill-redisdown-%d", i)))
