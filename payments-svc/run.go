@@ -43,7 +43,8 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	agreementEvents, requestEvents := httpport.AgreementEvents(gen, time.Now), httpport.RequestEvents(gen, time.Now)
 	agreements := mongo.NewAgreements(rt.Store, q.Relay, agreementEvents)
 	requests := mongo.NewRequests(rt.Store, q.Relay, requestEvents)
-	if err := service.EnsureIndexes(ctx, agreements, requests); err != nil {
+	processor := simulator.New(rt.Store.Sibling(cfg.SimulatorDatabase), time.Now)
+	if err := service.EnsureIndexes(ctx, agreements, requests, processor); err != nil {
 		return fail(err)
 	}
 	log.InfoContext(ctx, "live-mode charges are refused: no payment processor adapter is configured")
@@ -55,7 +56,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	svc := app.New(app.Deps{
 		Agreements: agreements,
 		Requests:   requests,
-		Test:       simulator.New(rt.Store.Sibling(cfg.SimulatorDatabase), time.Now),
+		Test:       processor,
 		Scheduler:  scheduler,
 		Outcomes:   outcomes,
 		Now:        time.Now,

@@ -32,7 +32,11 @@ type Base struct {
 	ShutdownTimeout    time.Duration
 	// MetricsAddr is the internal listener serving GET /metrics (METRICS_ADDR).
 	MetricsAddr string
-	Telemetry   telemetry.Config
+	// Profiles also serves the Go runtime's profiles on the metrics listener, under
+	// /debug/pprof/ (PROFILES_ENABLED, false): for an engineer looking at where a process's
+	// CPU or memory goes, on an internal address only.
+	Profiles  bool
+	Telemetry telemetry.Config
 }
 
 // Defaults are the per-process defaults of Base.
@@ -267,6 +271,7 @@ func LoadBase(getenv Getenv, d Defaults) (Base, error) {
 		InternalAuthSecret: r.Secret("INTERNAL_AUTH_SECRET"),
 		LogLevel:           r.LogLevel("LOG_LEVEL"),
 		ShutdownTimeout:    r.Duration("SHUTDOWN_TIMEOUT", 10*time.Second),
+		Profiles:           r.Bool("PROFILES_ENABLED", false),
 		Telemetry:          r.Telemetry(),
 	}
 	b.MetricsAddr = r.MetricsAddr(cmp.Or(d.MetricsBeside, b.HTTPAddr))

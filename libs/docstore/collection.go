@@ -27,7 +27,11 @@ type Options struct {
 	// Cache, when positive, keeps that many documents as this process last read or wrote them:
 	// Cached answers from them, and Update starts from them. On MongoDB every replace names the
 	// version it started from, so a stale copy only costs a retry; on the embedded store the
-	// process owns the data, so its copy is what is stored.
+	// process owns the data, so its copy is what is stored. A document leaves the cache
+	// cacheAge after it entered it (read or written again, it comes back): the cache serves
+	// the work that follows a write within seconds (a fan-out's attempts, a payment's
+	// collection, the relay's clear), and a process's memory then settles at what its traffic
+	// of the last minutes holds instead of growing until Cache documents are held.
 	Cache int
 	// Outbox is the relay that publishes the events the documents raise (Meta.Raise); nil for a
 	// collection whose documents raise none. The collection adds itself to the relay's sweep.
@@ -40,7 +44,15 @@ type Options struct {
 	// nothing (Aggregates.InsertOnce). Its documents store their owner as "account" and
 	// "livemode".
 	IdempotentCreates bool
+	// Indexes are the indexes the collection's queries rely on, which EnsureIndexes creates
+	// (with any it is given). Declared here, they also tell the embedded store's in-memory
+	// index which fields to hold (queryindex.go) from the start, whether or not EnsureIndexes
+	// runs (tests of an adapter may not).
+	Indexes []mongo.IndexModel
 }
+
+// cacheAge is how long a document stays in a collection's cache (Options.Cache).
+const cacheAge = 2 * time.Minute
 
 // Collection stores documents of type T, a struct that embeds Meta inline.
 type Collection[T any] struct {
@@ -57,6 +69,9 @@ type Collection[T any] struct {
 	// pending: the documents whose outbox holds events, where the strategy keeps them in
 	// memory (pending.go); nil otherwise.
 	pending *pendingIndex
+	// index: the fields queries use, of every document, where the strategy keeps them in
+	// memory (queryindex.go); nil otherwise.
+	index *queryIndex
 	// watchers are told of every document this collection stores (read models), registered
 	// before the collection is used.
 	watchers []func(T)
@@ -93,7 +108,14 @@ func NewCollection[T any](db *DB, name string, opts Options) *Collection[T] {
 		relay: opts.Outbox, queues: map[string]*queue[T]{},
 	}
 	if opts.Cache > 0 {
-		c.cache = fifo.New[string, bson.Raw](opts.Cache)
+		c.cache = fifo.NewAged[string, bson.Raw](opts.Cache, cacheAge, opts.Now)
+	}
+	if db.strategy.holdsQueries() {
+		c.index = newQueryIndex()
+		for _, m := range c.declaredIndexes() {
+			c.index.declare(indexKeys(m)...)
+		}
+		db.indexes.add(name, c.index)
 	}
 	if c.relay != nil {
 		if db.strategy.tracksPending() {
@@ -274,6 +296,7 @@ func (c *Collection[T]) InsertAll(ctx context.Context, docs []T) ([]bool, error)
 		case err == nil:
 			created[i] = true
 			c.remember(m.ID, raws[i])
+			c.index.put(raws[i])
 			c.stored(raws[i])
 			c.pending.note(m.ID, m.OutboxSince, m.OutboxStamp)
 			if len(boxes[i]) > 0 {
@@ -344,8 +367,10 @@ func (c *Collection[T]) Delete(ctx context.Context, id string) error {
 	c.forget(id)
 	c.pending.note(id, nil, 0)
 	if err != nil {
+		c.index.unknown(id)
 		return fmt.Errorf("delete %s %s: %w", c.coll.Name(), id, err)
 	}
+	c.index.remove(id)
 	return nil
 }
 
@@ -356,7 +381,9 @@ func (c *Collection[T]) DeleteMany(ctx context.Context, filter bson.D) (int64, e
 		c.cache.Clear()
 	}
 	if err != nil {
+		c.index.invalidate() // some may be gone
 		return 0, fmt.Errorf("delete from %s: %w", c.coll.Name(), err)
 	}
+	c.index.removeMatching(filter)
 	return res.DeletedCount, nil
 }

@@ -26,6 +26,7 @@ var (
 type DB struct {
 	db       *mongo.Database
 	strategy strategy
+	indexes  *indexRegistry // the query indexes of its collections, where the strategy keeps them
 }
 
 // Open asks the server what it is (one buildInfo command) and returns the database with the
@@ -36,7 +37,7 @@ func Open(ctx context.Context, db *mongo.Database) (*DB, error) {
 		return nil, fmt.Errorf("docstore: ask the server what it is (buildInfo): %w", err)
 	}
 	if _, ferret := info["ferretdbVersion"]; ferret {
-		return &DB{db: db, strategy: embedded{}}, nil
+		return &DB{db: db, strategy: embedded{}, indexes: &indexRegistry{}}, nil
 	}
 	return &DB{db: db, strategy: mongoDB{}}, nil
 }
@@ -44,7 +45,11 @@ func Open(ctx context.Context, db *mongo.Database) (*DB, error) {
 // Sibling returns another database of the same server (and client), with the same strategy:
 // for data a service keeps apart from its own, such as a simulated external system's.
 func (d *DB) Sibling(name string) *DB {
-	return &DB{db: d.db.Client().Database(name), strategy: d.strategy}
+	s := &DB{db: d.db.Client().Database(name), strategy: d.strategy}
+	if d.indexes != nil {
+		s.indexes = &indexRegistry{}
+	}
+	return s
 }
 
 // Database is the database itself, for what is not an aggregate (the adapter's own queries
@@ -74,6 +79,10 @@ type strategy interface {
 	// hold events (pending.go) and clear published ones there, leaving them stored until the
 	// document's next write (marks.go): only where one process owns the data.
 	tracksPending() bool
+	// holdsQueries reports whether the collections answer queries from the fields of their
+	// documents held in memory (queryindex.go): where the server scans the whole collection
+	// for any filter but {_id}, and one process owns the data.
+	holdsQueries() bool
 }
 
 // writer stores documents. Every method reports whether its write landed: false when the
@@ -92,6 +101,7 @@ func (mongoDB) multiProcess() bool            { return true }
 func (mongoDB) createsIndex(unique bool) bool { return true }
 func (mongoDB) ttlIndexes() bool              { return true }
 func (mongoDB) tracksPending() bool           { return false }
+func (mongoDB) holdsQueries() bool            { return false }
 func (mongoDB) writer(coll *mongo.Collection) writer {
 	return direct{coll: coll}
 }
@@ -118,6 +128,7 @@ func (embedded) multiProcess() bool            { return false }
 func (embedded) createsIndex(unique bool) bool { return unique }
 func (embedded) ttlIndexes() bool              { return false }
 func (embedded) tracksPending() bool           { return true }
+func (embedded) holdsQueries() bool            { return true }
 func (embedded) writer(coll *mongo.Collection) writer {
 	return grouped{coll: coll, batch: newBatcher(coll)}
 }

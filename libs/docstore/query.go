@@ -1,9 +1,11 @@
 package docstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -26,6 +28,15 @@ func (c *Collection[T]) live(filter bson.D) bson.D {
 
 // Find returns the documents filter matches (deleted aggregates never), as opts say.
 func (c *Collection[T]) Find(ctx context.Context, filter bson.D, opts ...options.Lister[options.FindOptions]) ([]T, error) {
+	if q, ok := heldOptions(opts); ok {
+		docs, served, err := c.findHeld(ctx, c.live(filter), q)
+		if err != nil {
+			return nil, fmt.Errorf("find in %s: %w", c.coll.Name(), err)
+		}
+		if served {
+			return docs, nil
+		}
+	}
 	var out []T
 	if err := c.findAll(ctx, c.live(filter), &out, opts...); err != nil {
 		return nil, fmt.Errorf("find in %s: %w", c.coll.Name(), err)
@@ -58,6 +69,16 @@ func (c *Collection[T]) findAll(ctx context.Context, filter bson.D, out any, opt
 
 // FindOne returns the first document filter matches; found is false when there is none.
 func (c *Collection[T]) FindOne(ctx context.Context, filter bson.D) (doc T, found bool, err error) {
+	docs, served, err := c.findHeld(ctx, c.live(filter), heldQuery{key: "_id", dir: 1, limit: 1})
+	if err != nil {
+		return doc, false, fmt.Errorf("find in %s: %w", c.coll.Name(), err)
+	}
+	if served {
+		if len(docs) == 0 {
+			return doc, false, nil
+		}
+		return docs[0], true, nil
+	}
 	err = c.coll.FindOne(ctx, c.live(filter)).Decode(&doc)
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return doc, false, nil
@@ -100,9 +121,18 @@ func (c *Collection[T]) PageOn(ctx context.Context, key string, filter bson.D, p
 		}
 		f = append(f, bson.E{Key: "created", Value: created})
 	}
-	var items []T
-	if err := c.findAll(ctx, f, &items, options.Find().SetSort(bson.D{{Key: key, Value: dir}}).SetLimit(int64(p.Limit+1))); err != nil {
+	q := heldQuery{key: key, dir: dir, limit: p.Limit + 1}
+	if key == "_id" {
+		q.after = cmp.Or(p.EndingBefore, p.StartingAfter)
+	}
+	items, served, err := c.findHeld(ctx, f, q)
+	if err != nil {
 		return nil, false, fmt.Errorf("list %s: %w", c.coll.Name(), err)
+	}
+	if !served {
+		if err := c.findAll(ctx, f, &items, options.Find().SetSort(bson.D{{Key: key, Value: dir}}).SetLimit(int64(p.Limit+1))); err != nil {
+			return nil, false, fmt.Errorf("list %s: %w", c.coll.Name(), err)
+		}
 	}
 	hasMore := len(items) > p.Limit
 	if hasMore {
@@ -144,6 +174,22 @@ func (c *Collection[T]) Pending(ctx context.Context, before time.Time, limit int
 // Where the server cannot use secondary indexes for queries (the embedded store), only the
 // unique ones are created: the others would slow every write and speed up nothing.
 func (c *Collection[T]) EnsureIndexes(ctx context.Context, models ...mongo.IndexModel) error {
+	for _, m := range append(c.declaredIndexes(), models...) {
+		c.index.declare(indexKeys(m)...)
+		if !c.strategy.createsIndex(isUnique(m)) {
+			continue
+		}
+		if _, err := c.coll.Indexes().CreateOne(ctx, m); err != nil {
+			return fmt.Errorf("indexes on %s: %w", c.coll.Name(), err)
+		}
+	}
+	return nil
+}
+
+// declaredIndexes are the collection's own indexes (Options.Indexes), its relay's and its
+// idempotency key's.
+func (c *Collection[T]) declaredIndexes() []mongo.IndexModel {
+	models := slices.Clone(c.opts.Indexes)
 	if c.relay != nil {
 		models = append(models, mongo.IndexModel{
 			Keys:    bson.D{{Key: "outbox_since", Value: 1}},
@@ -153,15 +199,18 @@ func (c *Collection[T]) EnsureIndexes(ctx context.Context, models ...mongo.Index
 	if c.opts.IdempotentCreates {
 		models = append(models, c.strategy.idempotencyIndex())
 	}
-	for _, m := range models {
-		if !c.strategy.createsIndex(isUnique(m)) {
-			continue
-		}
-		if _, err := c.coll.Indexes().CreateOne(ctx, m); err != nil {
-			return fmt.Errorf("indexes on %s: %w", c.coll.Name(), err)
+	return models
+}
+
+// indexKeys returns the fields of an index.
+func indexKeys(m mongo.IndexModel) []string {
+	var keys []string
+	if d, ok := m.Keys.(bson.D); ok {
+		for _, e := range d {
+			keys = append(keys, e.Key)
 		}
 	}
-	return nil
+	return keys
 }
 
 func isUnique(m mongo.IndexModel) bool {

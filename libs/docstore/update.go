@@ -224,6 +224,7 @@ func (c *Collection[T]) write(ctx context.Context, id string, doc *T, applied []
 			return false, wrap(err, "remove", c.coll.Name(), id)
 		}
 		c.forget(id)
+		c.index.remove(id)
 		c.pending.note(id, nil, 0)
 		c.results(batch, *doc, applied)
 		c.stored(applied)
@@ -241,6 +242,7 @@ func (c *Collection[T]) write(ctx context.Context, id string, doc *T, applied []
 		return false, wrap(err, "replace", c.coll.Name(), id)
 	}
 	c.remember(id, final)
+	c.index.put(final)
 	c.pending.note(id, m.OutboxSince, m.OutboxStamp)
 	c.results(batch, *doc, final)
 	c.stored(final)
@@ -256,6 +258,7 @@ func (c *Collection[T]) write(ctx context.Context, id string, doc *T, applied []
 // is done, and the document's next write would drop the unpublished events as published.
 func (c *Collection[T]) unknownOutcome(id string, m *Meta) {
 	c.forget(id)
+	c.index.unknown(id)
 	if m.OutboxStamp != 0 {
 		c.pending.note(id, m.OutboxSince, m.OutboxStamp)
 	}

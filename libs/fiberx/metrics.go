@@ -3,6 +3,7 @@ package fiberx
 import (
 	"context"
 	"net/http"
+	"net/http/pprof"
 	"sync/atomic"
 	"time"
 
@@ -116,10 +117,19 @@ func KnownMethod(m string) string {
 }
 
 // MetricsApp is the app of a program's metrics listener: GET /metrics serves h (the Prometheus
-// scrape endpoint, telemetry.Telemetry.Metrics), everything else is 404. It is meant for an
-// internal address only (METRICS_ADDR), never the public listener.
-func MetricsApp(h http.Handler) *fiber.App {
-	app := fiber.New(fiber.Config{DisableStartupMessage: true, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second})
+// scrape endpoint, telemetry.Telemetry.Metrics), and with profiles the Go runtime's profiles
+// under /debug/pprof/ (`go tool pprof http://ADDR/debug/pprof/heap`); everything else is 404.
+// It is meant for an internal address only (METRICS_ADDR), never the public listener.
+func MetricsApp(h http.Handler, profiles bool) *fiber.App {
+	// A CPU profile or a trace takes as long as its ?seconds= asks (30 s by default).
+	app := fiber.New(fiber.Config{DisableStartupMessage: true, ReadTimeout: 30 * time.Second, WriteTimeout: 2 * time.Minute})
 	app.Get("/metrics", adaptor.HTTPHandler(h))
+	if profiles {
+		app.Get("/debug/pprof/cmdline", adaptor.HTTPHandlerFunc(pprof.Cmdline))
+		app.Get("/debug/pprof/profile", adaptor.HTTPHandlerFunc(pprof.Profile))
+		app.Get("/debug/pprof/symbol", adaptor.HTTPHandlerFunc(pprof.Symbol))
+		app.Get("/debug/pprof/trace", adaptor.HTTPHandlerFunc(pprof.Trace))
+		app.Get("/debug/pprof/*", adaptor.HTTPHandlerFunc(pprof.Index)) // heap, goroutine, allocs …
+	}
 	return app
 }

@@ -103,3 +103,27 @@ func TestServerMetricsRecordWithoutAllocating(t *testing.T) {
 		t.Errorf("recording a request allocates %.1f times", allocs)
 	}
 }
+
+// The metrics listener serves the Go profiles only when asked to (PROFILES_ENABLED).
+func TestMetricsAppProfiles(t *testing.T) {
+	t.Parallel()
+	scrape := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("up 1\n")) })
+	for _, profiles := range []bool{false, true} {
+		app := MetricsApp(scrape, profiles)
+		for path, want := range map[string]int{
+			"/metrics":                  200,
+			"/debug/pprof/heap?debug=1": map[bool]int{false: 404, true: 200}[profiles],
+			"/debug/pprof/goroutine":    map[bool]int{false: 404, true: 200}[profiles],
+			"/debug/pprof/":             map[bool]int{false: 404, true: 200}[profiles],
+		} {
+			res, err := app.Test(httptest.NewRequest(http.MethodGet, path, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if res.StatusCode != want {
+				t.Errorf("profiles %v: GET %s = %d, want %d", profiles, path, res.StatusCode, want)
+			}
+		}
+	}
+}

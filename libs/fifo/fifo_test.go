@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestMapForgetsTheOldestFirst(t *testing.T) {
@@ -69,5 +70,42 @@ func TestMapConcurrentUseStaysBounded(t *testing.T) {
 	wg.Wait()
 	if n := m.Len(); n > 64 {
 		t.Fatalf("%d entries, bound 64", n)
+	}
+}
+
+// An aged map forgets a key its age after it was put, and frees its place.
+func TestAgedMapForgetsOldKeys(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1000, 0)
+	m := NewAged[string, int](10, time.Minute, func() time.Time { return now })
+	m.Put("a", 1)
+	now = now.Add(30 * time.Second)
+	m.Put("b", 2)
+	m.Put("a", 3) // a rewrite keeps its place and its age
+	now = now.Add(31 * time.Second)
+	if _, ok := m.Get("a"); ok {
+		t.Fatal("a kept past its age")
+	}
+	if v, ok := m.Get("b"); !ok || v != 2 {
+		t.Fatalf("Get(b) = %d, %v; want 2", v, ok)
+	}
+	m.Put("c", 4) // drops a
+	if m.Len() != 2 {
+		t.Fatalf("Len = %d after a Put; want 2 (b, c)", m.Len())
+	}
+	now = now.Add(time.Hour)
+	m.Put("d", 5)
+	if m.Len() != 1 {
+		t.Fatalf("Len = %d an hour later; want 1 (d)", m.Len())
+	}
+	// Still bounded by its size.
+	for i := range 25 {
+		m.Put(fmt.Sprint(i), i)
+	}
+	if m.Len() != 10 {
+		t.Fatalf("Len = %d, bound 10", m.Len())
+	}
+	if _, ok := m.Get("24"); !ok {
+		t.Fatal("the newest key is missing")
 	}
 }

@@ -116,7 +116,7 @@ func (p *Process) Listen(name, addr string, app *fiber.App, opts ...ListenOption
 // steps registered with OnClose (background loops end first, see Go).
 func (p *Process) Serve(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
-	for _, l := range append(p.listeners, listener{name: "metrics", addr: p.cfg.MetricsAddr, app: fiberx.MetricsApp(p.Tel.Metrics)}) {
+	for _, l := range append(p.listeners, listener{name: "metrics", addr: p.cfg.MetricsAddr, app: fiberx.MetricsApp(p.Tel.Metrics, p.cfg.Profiles)}) {
 		g.Go(func() error { return fiberx.Serve(gctx, l.app, l.addr, l.name, p.cfg.ShutdownTimeout, p.Log, l.wrap) })
 	}
 	err := errors.Join(g.Wait(), p.Close())

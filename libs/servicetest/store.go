@@ -15,6 +15,13 @@ func Store(t testing.TB) *docstore.DB {
 	if err != nil {
 		t.Fatalf("servicetest: open the store: %v", err)
 	}
+	t.Cleanup(func() {
+		// On the embedded store, a query the collection's in-memory index cannot serve is
+		// evaluated over the whole collection: seconds once it holds thousands of documents.
+		if u := db.Unserved(); len(u) > 0 {
+			t.Errorf("queries left to a scan of the whole collection on the embedded store (declare an index on their fields): %v", u)
+		}
+	})
 	return db
 }
 

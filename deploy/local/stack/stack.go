@@ -79,7 +79,7 @@ var gatewaySettings = []string{"GATEWAY_", "ADMIN_", "UPSTREAM_TIMEOUT", "BODY_L
 
 // everyProgram are the settings every program reads, and what a Go program needs of its
 // surroundings.
-var everyProgram = []string{"LOG_LEVEL", "SHUTDOWN_TIMEOUT", "OTEL_", "DEPLOYMENT_ENVIRONMENT", "PATH", "HOME", "TMPDIR"}
+var everyProgram = []string{"LOG_LEVEL", "SHUTDOWN_TIMEOUT", "PROFILES_ENABLED", "OTEL_", "DEPLOYMENT_ENVIRONMENT", "PATH", "HOME", "TMPDIR"}
 
 // stackSet are the variables the stack sets itself (and the service URLs of
 // gatewayUpstreamVar): never taken from Options.Environ, so the processes always find each

@@ -39,6 +39,7 @@ var _ domain.CaseRepository = (*Cases)(nil)
 // publishes them.
 func NewCases(db *docstore.DB, relay *outbox.Relay, emitter events.Renderer[*domain.Case]) *Cases {
 	docs := docstore.NewCollection[caseDoc](db, CasesCollection, docstore.Options{
+		Indexes:  CaseIndexes(),
 		NotFound: domain.CaseNotFound,
 		Conflict: domainerr.LockTimeout("collection case"),
 		Outbox:   relay,
@@ -76,7 +77,7 @@ func CaseIndexes() []mongo.IndexModel {
 
 // EnsureIndexes declares CaseIndexes.
 func (r *Cases) EnsureIndexes(ctx context.Context) error {
-	return r.docs.EnsureIndexes(ctx, CaseIndexes()...)
+	return r.docs.EnsureIndexes(ctx)
 }
 
 // caseDoc is the stored form; created is Unix seconds (the API's unit and docstore's created

@@ -29,6 +29,7 @@ var _ domain.FileRepository = (*Files)(nil)
 // publishes it.
 func NewFiles(db *docstore.DB, relay *outbox.Relay, emitter events.Renderer[*domain.File]) *Files {
 	docs := docstore.NewCollection[fileDoc](db, FilesCollection, docstore.Options{
+		Indexes:  FileIndexes(),
 		NotFound: domain.FileNotFound,
 		Outbox:   relay,
 		// Clients create them: a create retried with its Idempotency-Key stores none.
@@ -46,7 +47,7 @@ func FileIndexes() []mongo.IndexModel {
 
 // EnsureIndexes declares FileIndexes.
 func (r *Files) EnsureIndexes(ctx context.Context) error {
-	return r.docs.EnsureIndexes(ctx, FileIndexes()...)
+	return r.docs.EnsureIndexes(ctx)
 }
 
 type fileDoc struct {

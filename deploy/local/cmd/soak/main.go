@@ -52,6 +52,7 @@ type settings struct {
 	duration, warmup, drain time.Duration
 	rate, accounts          int
 	out                     string
+	pprof                   string
 }
 
 func parse(args []string) (settings, error) {
@@ -63,6 +64,7 @@ func parse(args []string) (settings, error) {
 	fs.IntVar(&s.accounts, "accounts", 3, "test-mode accounts the load is spread over")
 	fs.DurationVar(&s.drain, "drain", 2*time.Minute, "how long to wait after the load for the last events' deliveries")
 	fs.StringVar(&s.out, "out", filepath.Join("bin", "soak"), "folder the plots are written to")
+	fs.StringVar(&s.pprof, "pprof", "", "serve this process's Go profiles (it hosts the embedded stores) at http://ADDR/debug/pprof/, such as 127.0.0.1:6061; empty: none")
 	if err := fs.Parse(args); err != nil {
 		return s, err
 	}
@@ -88,6 +90,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
+	}
+	if s.pprof != "" {
+		stopProfiles, err := serveProfiles(s.pprof, stdout)
+		if err != nil {
+			return err
+		}
+		defer stopProfiles()
 	}
 	p, err := load.StartPlatform(ctx, "soak", getenv, nil, stdout)
 	if err != nil {

@@ -46,12 +46,15 @@ var errNoKey = errors.New("no such key")
 
 // NewKeys returns the repository on db, creating its indexes.
 func NewKeys(ctx context.Context, db *docstore.DB) (*Keys, error) {
-	keys := docstore.NewCollection[keyDoc](db, Collection, docstore.Options{NotFound: func(string) error { return errNoKey }})
-	if err := keys.EnsureIndexes(ctx,
-		mongo.IndexModel{Keys: bson.D{{Key: "id", Value: 1}}, Options: options.Index().SetName("id_unique").SetUnique(true)},
-		// Admin lists of one account, newest first.
-		mongo.IndexModel{Keys: bson.D{{Key: "account", Value: 1}, {Key: "id", Value: -1}}, Options: options.Index().SetName("account_id")},
-	); err != nil {
+	keys := docstore.NewCollection[keyDoc](db, Collection, docstore.Options{
+		NotFound: func(string) error { return errNoKey },
+		Indexes: []mongo.IndexModel{
+			{Keys: bson.D{{Key: "id", Value: 1}}, Options: options.Index().SetName("id_unique").SetUnique(true)},
+			// Admin lists of one account, newest first.
+			{Keys: bson.D{{Key: "account", Value: 1}, {Key: "id", Value: -1}}, Options: options.Index().SetName("account_id")},
+		},
+	})
+	if err := keys.EnsureIndexes(ctx); err != nil {
 		return nil, err
 	}
 	return &Keys{keys: keys, usage: db.Stamps(UsageCollection, "last_used")}, nil

@@ -40,6 +40,7 @@ var _ domain.AgreementRepository = (*Agreements)(nil)
 // (nil stores none), relay publishes them.
 func NewAgreements(db *docstore.DB, relay *outbox.Relay, emitter events.Renderer[*domain.Agreement]) *Agreements {
 	docs := docstore.NewCollection[agreementDoc](db, AgreementsCollection, docstore.Options{
+		Indexes:  AgreementIndexes(),
 		NotFound: domain.AgreementNotFound,
 		Conflict: domainerr.LockTimeout("payment agreement"),
 		Outbox:   relay,
@@ -72,7 +73,7 @@ func AgreementIndexes() []mongo.IndexModel {
 
 // EnsureIndexes declares AgreementIndexes.
 func (r *Agreements) EnsureIndexes(ctx context.Context) error {
-	return r.docs.EnsureIndexes(ctx, AgreementIndexes()...)
+	return r.docs.EnsureIndexes(ctx)
 }
 
 // agreementDoc is the stored form; created is Unix seconds (the API's unit and docstore's

@@ -34,6 +34,7 @@ var _ domain.RequestRepository = (*Requests)(nil)
 // stores none), relay publishes them.
 func NewRequests(db *docstore.DB, relay *outbox.Relay, emitter events.Renderer[*domain.Request]) *Requests {
 	docs := docstore.NewCollection[requestDoc](db, RequestsCollection, docstore.Options{
+		Indexes:  RequestIndexes(),
 		NotFound: domain.RequestNotFound,
 		Conflict: domainerr.LockTimeout("payment request"),
 		Outbox:   relay,
@@ -66,7 +67,7 @@ func RequestIndexes() []mongo.IndexModel {
 
 // EnsureIndexes declares RequestIndexes.
 func (r *Requests) EnsureIndexes(ctx context.Context) error {
-	return r.docs.EnsureIndexes(ctx, RequestIndexes()...)
+	return r.docs.EnsureIndexes(ctx)
 }
 
 // requestDoc is the stored form. due_at and claim are the engine's: when the next attempt is

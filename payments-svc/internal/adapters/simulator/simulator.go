@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"rentalplatform/libs/docstore"
 
@@ -54,8 +55,14 @@ func New(db *docstore.DB, now func() time.Time) *Simulator {
 	if now == nil {
 		now = time.Now
 	}
-	return &Simulator{ledger: docstore.NewCollection[charge](db, Collection, docstore.Options{}), now: now}
+	return &Simulator{ledger: docstore.NewCollection[charge](db, Collection, docstore.Options{
+		// The charges of one request (Charged): tests and drills count them.
+		Indexes: []mongo.IndexModel{docstore.Index("request", "request")},
+	}), now: now}
 }
+
+// EnsureIndexes creates the ledger's index.
+func (s *Simulator) EnsureIndexes(ctx context.Context) error { return s.ledger.EnsureIndexes(ctx) }
 
 // charge is one ledger entry; its _id is the idempotency key.
 type charge struct {

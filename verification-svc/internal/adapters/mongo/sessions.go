@@ -44,6 +44,7 @@ const cacheSize = 8192
 // look at events).
 func NewSessions(db *docstore.DB, relay *outbox.Relay, emitter events.Renderer[*domain.Session]) *Sessions {
 	docs := docstore.NewCollection[document](db, Collection, docstore.Options{
+		Indexes:  SessionIndexes(),
 		NotFound: domain.SessionNotFound,
 		Conflict: domainerr.LockTimeout("verification session"),
 		Outbox:   relay,
@@ -75,7 +76,7 @@ func SessionIndexes() []mongo.IndexModel {
 
 // EnsureIndexes declares the indexes the queries need.
 func (r *Sessions) EnsureIndexes(ctx context.Context) error {
-	return r.docs.EnsureIndexes(ctx, SessionIndexes()...)
+	return r.docs.EnsureIndexes(ctx)
 }
 
 // document is the stored form. created is Unix seconds (the API's unit); expires_at is a date,

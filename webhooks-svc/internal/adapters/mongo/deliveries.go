@@ -30,6 +30,7 @@ var _ domain.DeliveryRepository = (*Deliveries)(nil)
 // NewDeliveries returns the delivery store of db.
 func NewDeliveries(db *docstore.DB) *Deliveries {
 	docs := docstore.NewCollection[deliveryDoc](db, DeliveriesCollection, docstore.Options{
+		Indexes:  DeliveryIndexes(),
 		NotFound: domain.DeliveryNotFound,
 		Conflict: domainerr.LockTimeout("webhook delivery"),
 		Cache:    docCacheSize,
@@ -45,7 +46,7 @@ func NewDeliveries(db *docstore.DB) *Deliveries {
 // EnsureIndexes declares deliveryIndexes and the retention index where the store has TTL
 // indexes; it reports whether it does.
 func (r *Deliveries) EnsureIndexes(ctx context.Context, retention time.Duration) (bool, error) {
-	if err := r.docs.EnsureIndexes(ctx, DeliveryIndexes()...); err != nil {
+	if err := r.docs.EnsureIndexes(ctx); err != nil {
 		return false, err
 	}
 	return r.docs.EnsureTTL(ctx, "event_created_at_ttl", "event_created_at", retention)

@@ -36,6 +36,7 @@ const docCacheSize = 8192
 // NewEvents returns the event store of db.
 func NewEvents(db *docstore.DB) *Events {
 	docs := docstore.NewCollection[eventDoc](db, EventsCollection, docstore.Options{
+		Indexes:  EventIndexes(),
 		NotFound: domain.EventNotFound,
 		Conflict: domainerr.LockTimeout("event"),
 		Cache:    docCacheSize,
@@ -52,7 +53,7 @@ func NewEvents(db *docstore.DB) *Events {
 // newest-first order), the purge's index on created, and the TTL index where the store has
 // them; it reports whether it does.
 func (r *Events) EnsureIndexes(ctx context.Context, retention time.Duration) (ttl bool, err error) {
-	if err := r.docs.EnsureIndexes(ctx, EventIndexes()...); err != nil {
+	if err := r.docs.EnsureIndexes(ctx); err != nil {
 		return false, err
 	}
 	return r.docs.EnsureTTL(ctx, "created_at_ttl", "created_at", retention)

@@ -53,6 +53,7 @@ var _ domain.Repository = (*Repository)(nil)
 // cache off.
 func NewRepository(db *docstore.DB, relay *outbox.Relay, emitter events.Renderer[*domain.Endpoint], cacheTTL time.Duration) *Repository {
 	r := &Repository{docs: docstore.NewCollection[document](db, Collection, docstore.Options{
+		Indexes:  EndpointIndexes(),
 		NotFound: domain.EndpointNotFound,
 		Conflict: domainerr.LockTimeout("webhook endpoint"),
 		Outbox:   relay,
@@ -76,7 +77,7 @@ func NewRepository(db *docstore.DB, relay *outbox.Relay, emitter events.Renderer
 // EnsureIndexes declares the indexes the queries need. Reads by id use the _id index; lists and
 // the fan-out filter on account and mode and sort by _id.
 func (r *Repository) EnsureIndexes(ctx context.Context) error {
-	return r.docs.EnsureIndexes(ctx, EndpointIndexes()...)
+	return r.docs.EnsureIndexes(ctx)
 }
 
 // EndpointIndexes are the list's (and the fan-out's) index.
