@@ -225,6 +225,9 @@ func StartPlatform(ctx context.Context, name string, getenv func(string) string,
 	all := map[string]string{"PATH": getenv("PATH"), "HOME": getenv("HOME"),
 		"WEBHOOKS_ALLOW_PRIVATE": "true", "WEBHOOKS_TLS_INSECURE": "true",
 		"GATEWAY_RATE_LIMIT_TEST": "0", "GATEWAY_RATE_LIMIT_LIVE": "0", "GATEWAY_AUTH_FAILURE_LIMIT": "0"}
+	if v := getenv("PROFILES_ENABLED"); v != "" {
+		all["PROFILES_ENABLED"] = v // profiles of every program on its metrics listener
+	}
 	for k, v := range env {
 		all[k] = v
 	}
