@@ -606,6 +606,60 @@ func TestDeletedAggregateWaitsForItsEvent(t *testing.T) {
 	})
 }
 
+// On the embedded store, where published entries stay stored anyway, a relay with retention
+// keeps the recent ones through the document's next writes, and publishes them again when the
+// queue lost its data: in the same process, and in the next one (the local platform killed with
+// its embedded Redis). On MongoDB a published entry is cleared at once: nothing is retained.
+func TestRetainedEventsArePublishedAgainWhenTheQueueLostThem(t *testing.T) {
+	eachStrategy(t, func(t *testing.T, s strategy) {
+		raw := testkit.MongoDatabase(t)
+		e := newEnv(t, s, raw, 10)
+		e.relay.Retain(10*time.Minute, e.queue.Epoch())
+		ctx := t.Context()
+		e.relay.Sweep(ctx) // sets the marker: the queue is new
+		created, updated := e.event(t, "acc_1"), e.event(t, "acc_1")
+		a := account{Meta: docstore.Meta{ID: "acc_1"}}
+		a.Raise(created)
+		if _, err := e.coll.Insert(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		e.relay.Wait()
+		if _, err := e.coll.Update(ctx, "acc_1", func(a *account) error { a.Balance = 1; a.Raise(updated); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		e.relay.Wait()
+		if _, err := e.coll.Update(ctx, "acc_1", func(a *account) error { a.Balance = 2; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		e.relay.Wait()
+		retained := !e.db.MultiProcess()
+		st, _ := e.stored(t, "acc_1")
+		want := []string(nil)
+		if retained {
+			want = []string{created.ID, updated.ID}
+		}
+		if !slices.Equal(outboxIDs(st), want) || st.OutboxSince != nil {
+			t.Fatalf("outbox after a write with nothing to publish: %v (since %v); want %v, nothing pending", outboxIDs(st), st.OutboxSince, want)
+		}
+		if n := e.relay.Sweep(ctx); n != 0 {
+			t.Fatalf("the sweep published %d retained events with the queue intact", n)
+		}
+
+		e.queue.Lose()
+		e.relay.Sweep(ctx)
+		if got := e.queue.IDs(); !slices.Equal(got, want) {
+			t.Fatalf("published again after the loss: %v; want %v", got, want)
+		}
+
+		next := newEnv(t, s, raw, 10) // its queue is new: the marker is missing
+		next.relay.Retain(10*time.Minute, next.queue.Epoch())
+		next.relay.Sweep(ctx)
+		if got := next.queue.IDs(); !slices.Equal(got, want) {
+			t.Fatalf("published again by the next process after the loss: %v; want %v", got, want)
+		}
+	})
+}
+
 // seed stores n accounts of owner "ann" (and as many of "bob", which no page may return),
 // created 1000+i, and returns ann's ids newest first.
 func seed(t *testing.T, e *env, n int) []string {

@@ -162,3 +162,28 @@ func (c *Collection[T]) pendingFromIndex(ctx context.Context, before time.Time, 
 	}
 	return out, nil
 }
+
+// Recent implements outbox.RecentStore: the documents holding events raised at or after since,
+// with their outbox, for the relay to publish again when Redis lost them. Only a store one
+// process owns keeps published entries (the relay's retention, outbox.Relay.Compact); on the
+// others a published entry is cleared at once, and there is nothing to return. Every document
+// whose outbox gained an entry since then is stamped since then (a stamp is never below the
+// clock), so one query on the stamp finds them: a scan on the embedded store, made once per
+// loss of Redis's data.
+func (c *Collection[T]) Recent(ctx context.Context, since time.Time) ([]outbox.Batch, error) {
+	if c.pending == nil {
+		return nil, nil
+	}
+	var docs []pendingDoc
+	if err := c.findAll(ctx, bson.D{{Key: "outbox_stamp", Value: bson.D{{Key: "$gte", Value: since.UnixNano()}}}}, &docs,
+		options.Find().SetProjection(bson.D{{Key: "outbox", Value: 1}})); err != nil {
+		return nil, fmt.Errorf("outbox entries since %s in %s: %w", since.Format(time.RFC3339), c.coll.Name(), err)
+	}
+	out := make([]outbox.Batch, 0, len(docs))
+	for _, d := range docs {
+		if len(d.Outbox) > 0 {
+			out = append(out, outbox.Batch{AggregateID: d.ID, Docs: d.Outbox})
+		}
+	}
+	return out, nil
+}

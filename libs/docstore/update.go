@@ -268,13 +268,16 @@ func (c *Collection[T]) unknownOutcome(id string, m *Meta) {
 // with the time its oldest entry waits since and, when it raised any, a stamp of the pending
 // set's, which release gives back once the write is done.
 func (c *Collection[T]) fillOutbox(ctx context.Context, m *Meta, raised []outbox.Doc) (release func(), err error) {
-	box := c.compact(m)
+	box, pending := c.compact(m)
+	if !pending {
+		m.OutboxSince = nil
+	}
 	if len(box) == 0 {
-		m.OutboxSince, m.OutboxStamp = nil, 0
+		m.OutboxStamp = 0
 	}
 	release = func() {}
 	if len(raised) > 0 {
-		if len(box) == 0 {
+		if !pending {
 			m.OutboxSince = TimePtr(c.opts.Now())
 		}
 		if m.OutboxStamp, err = c.pending.stamp(ctx); err != nil {
@@ -287,14 +290,14 @@ func (c *Collection[T]) fillOutbox(ctx context.Context, m *Meta, raised []outbox
 	return release, nil
 }
 
-// compact returns the document's outbox without the entries known to be published: those
+// compact returns the document's outbox without the entries known to be published (those
 // this process's relay published, and all of them when the published mark covers the
-// document (an earlier process's write, see marks.go).
-func (c *Collection[T]) compact(m *Meta) []outbox.Doc {
-	if c.pending.covers(m.OutboxStamp) {
-		return nil
-	}
-	return c.published().Compact(m.Outbox)
+// document: an earlier process's write, see marks.go), and whether an entry is left to
+// publish. On a store one process owns, where published entries stay stored anyway, the
+// relay's retention keeps the recent ones of a document not deleted, to publish again if
+// Redis loses them (outbox.Relay.Retain).
+func (c *Collection[T]) compact(m *Meta) ([]outbox.Doc, bool) {
+	return c.relay.Compact(m.Outbox, c.pending.covers(m.OutboxStamp), c.pending != nil && !m.Deleted)
 }
 
 // clearInMemory applies a batch of clears (published entries) to a document on a store one

@@ -185,9 +185,16 @@ type Relay struct {
 	inflight sync.WaitGroup
 	// published is what this relay published, for compaction and for skipping a second publish.
 	published *Published
+	// retention and epoch: see Retain (retention.go).
+	retention time.Duration
+	epoch     Epoch
 
 	mu     sync.Mutex
 	stores []Store
+	// recovered are the stores (by index in stores) whose retained events were published
+	// again since the relay last found the queue's marker missing (nil before: nothing to
+	// recover).
+	recovered map[int]bool
 }
 
 // NewRelay returns a relay. Every interval it publishes the events that have waited in the
@@ -314,6 +321,9 @@ func (r *Relay) sweep(ctx context.Context) int {
 	r.mu.Lock()
 	stores := slices.Clone(r.stores)
 	r.mu.Unlock()
+	if n, err := r.recoverLost(ctx, stores); err != nil {
+		r.log.WarnContext(ctx, "outbox relay: publishing again the events a lost queue held", "events", n, "error", err.Error())
+	}
 	for _, s := range stores {
 		// Page after page while pages come back full (a store that leaves the fast path's
 		// clears to the relay has every aggregate written once in its outbox), up to a bound

@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"maps"
@@ -128,7 +129,7 @@ func queued(t *testing.T, insp *asynq.Inspector) map[string]queuedEvent {
 	t.Helper()
 	out := map[string]queuedEvent{}
 	tasks, err := insp.ListPendingTasks(eventtask.Queue)
-	if err != nil && err.Error() != "queue not found" {
+	if err != nil && !errors.Is(err, asynq.ErrQueueNotFound) {
 		t.Fatal(err)
 	}
 	for _, ti := range tasks {
@@ -393,5 +394,109 @@ func TestPublishBatchesByTraceContext(t *testing.T) {
 	}
 	if err := pub.Publish(context.Background(), docs...); err != nil || len(rec.tasks) != 3 {
 		t.Fatalf("publishing the same events again: %v, %d tasks", err, len(rec.tasks))
+	}
+}
+
+// retaining is a store that also retains published events (RecentStore).
+type retaining struct {
+	*memStore
+	recent []Batch
+}
+
+func (s *retaining) Recent(_ context.Context, since time.Time) ([]Batch, error) {
+	var out []Batch
+	for _, b := range s.recent {
+		for _, d := range b.Docs {
+			if d.Created >= since.Unix() {
+				out = append(out, b)
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// fakeEpoch is a marker that is missing until marked, or unreachable.
+type fakeEpoch struct {
+	mu     sync.Mutex
+	set    bool
+	down   bool
+	marked int
+}
+
+func (e *fakeEpoch) Lost(context.Context) (bool, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.down {
+		return false, errors.New("redis: connection refused")
+	}
+	return !e.set, nil
+}
+
+func (e *fakeEpoch) Mark(context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.set, e.marked = true, e.marked+1
+	return nil
+}
+
+func TestRelayPublishesTheRetainedEventsAgainWhenTheQueueLostThem(t *testing.T) {
+	mem, client, insp := setup(t)
+	ctx := context.Background()
+	gen := ids.NewGenerator(nil)
+	old, recentA, recentB := newDoc(t, ctx, gen, "a.old"), newDoc(t, ctx, gen, "a.b"), newDoc(t, ctx, gen, "a.c")
+	old.Created = time.Now().Add(-11 * time.Minute).Unix()
+	store := &retaining{memStore: mem, recent: []Batch{{AggregateID: "agg", Docs: []Doc{old, recentA, recentB}}}}
+	epoch := &fakeEpoch{down: true}
+	relay := newRelay(client, 0, store)
+	relay.Retain(10*time.Minute, epoch)
+
+	if n := relay.Sweep(ctx); n != 0 || len(queued(t, insp)) != 0 || epoch.marked != 0 {
+		t.Fatalf("with the marker unreadable: %d published, %d queued, marked %d times; want nothing", n, len(queued(t, insp)), epoch.marked)
+	}
+	epoch.down = false
+	relay.Sweep(ctx)
+	got := queued(t, insp)
+	if len(got) != 2 || got[recentA.ID].event.ID == "" || got[recentB.ID].event.ID == "" {
+		t.Fatalf("queued after the loss: %v; want %s and %s (not %s, raised before the window)", slices.Collect(maps.Keys(got)), recentA.ID, recentB.ID, old.ID)
+	}
+	if epoch.marked != 1 {
+		t.Fatalf("marker set %d times; want once, after publishing", epoch.marked)
+	}
+	if _, err := insp.DeleteAllPendingTasks(eventtask.Queue); err != nil {
+		t.Fatal(err)
+	}
+	relay.Sweep(ctx)
+	if n := len(queued(t, insp)); n != 0 {
+		t.Fatalf("%d events published again with the marker set; want none", n)
+	}
+}
+
+// A service adds its stores as it opens them, which may be after the relay's first pass: a
+// store added after the loss was found (and the marker set) is recovered on the next pass.
+func TestRelayRecoversAStoreAddedAfterItFoundTheLoss(t *testing.T) {
+	mem, client, insp := setup(t)
+	ctx := context.Background()
+	gen := ids.NewGenerator(nil)
+	epoch := &fakeEpoch{}
+	relay := newRelay(client, 0, mem) // a store that retains nothing
+	relay.Retain(10*time.Minute, epoch)
+	relay.Sweep(ctx)
+	if epoch.marked != 1 {
+		t.Fatalf("marker set %d times on the first pass; want once", epoch.marked)
+	}
+
+	late := newDoc(t, ctx, gen, "a.late")
+	relay.Add(&retaining{memStore: &memStore{}, recent: []Batch{{AggregateID: "agg", Docs: []Doc{late}}}})
+	relay.Sweep(ctx)
+	if got := queued(t, insp); len(got) != 1 || got[late.ID].event.ID == "" {
+		t.Fatalf("queued after the late store was added: %v; want %s", slices.Collect(maps.Keys(got)), late.ID)
+	}
+	if _, err := insp.DeleteAllPendingTasks(eventtask.Queue); err != nil {
+		t.Fatal(err)
+	}
+	relay.Sweep(ctx)
+	if n := len(queued(t, insp)); n != 0 || epoch.marked != 1 {
+		t.Fatalf("a pass more: %d events published again, marker set %d times; want none and once", n, epoch.marked)
 	}
 }

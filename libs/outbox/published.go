@@ -7,7 +7,7 @@ import "rentalplatform/libs/fifo"
 const publishedSize = 1 << 16
 
 // Published remembers the events this process has published whose outbox entries may still be
-// stored. It lets an aggregate's own next write drop them (Compact), so a busy aggregate is
+// stored. It lets an aggregate's own next write drop them (Relay.Compact), so a busy aggregate is
 // cleared by the writes it gets anyway instead of by a separate write that waits behind them,
 // and lets the relay clear entries without publishing them again. It is memory only: after a
 // restart the relay publishes such entries once more, which the consumers' idempotency absorbs.
@@ -31,22 +31,4 @@ func (p *Published) Add(ids ...string) {
 func (p *Published) Has(id string) bool {
 	_, ok := p.ids.Get(id)
 	return ok
-}
-
-// Compact returns an aggregate's outbox without the events already published (nil when
-// nothing is left). A nil Published keeps everything.
-func (p *Published) Compact(outbox []Doc) []Doc {
-	if p == nil || len(outbox) == 0 {
-		return outbox
-	}
-	kept := make([]Doc, 0, len(outbox))
-	for _, d := range outbox {
-		if !p.Has(d.ID) {
-			kept = append(kept, d)
-		}
-	}
-	if len(kept) == 0 {
-		return nil
-	}
-	return kept
 }

@@ -31,12 +31,16 @@ type Queue struct {
 	Relay *outbox.Relay
 }
 
-// QueueConfig is the settings of a service's queue: REDIS_URL and OUTBOX_RELAY_INTERVAL.
+// QueueConfig is the settings of a service's queue: REDIS_URL, OUTBOX_RELAY_INTERVAL and
+// OUTBOX_RETENTION.
 type QueueConfig struct {
 	RedisURL string
 	// OutboxRelayInterval is how often the relay sweeps the outboxes for events the fast path
 	// did not publish.
 	OutboxRelayInterval time.Duration
+	// OutboxRetention is how long published events stay in their outboxes, on the embedded
+	// store, to be published again if Redis loses its data (outbox.Relay.Retain); 0 keeps none.
+	OutboxRetention time.Duration
 }
 
 // ReadQueueConfig reads the queue's settings through r, which collects their problems with the
@@ -45,6 +49,7 @@ func ReadQueueConfig(r *config.Reader) QueueConfig {
 	c := QueueConfig{
 		RedisURL:            r.String("REDIS_URL", "redis://127.0.0.1:6379/0"),
 		OutboxRelayInterval: r.PositiveDuration("OUTBOX_RELAY_INTERVAL", time.Second),
+		OutboxRetention:     r.Duration("OUTBOX_RETENTION", 10*time.Minute),
 	}
 	if _, err := asynqx.RedisOpt(c.RedisURL); err != nil {
 		r.Fail(err)
@@ -73,6 +78,7 @@ func (rt *Runtime) ConnectQueue(cfg QueueConfig) (*Queue, error) {
 	producer := asynqx.NewProducer(client, rt.Tel.TracerProvider, rt.Tel.Propagator)
 	relay := outbox.NewRelay(outbox.NewPublisher(producer), rt.Log, relayInterval,
 		max(2*time.Second, 2*relayInterval))
+	relay.Retain(cfg.OutboxRetention, epoch{redis: rc, key: "outbox:epoch:" + rt.Name})
 	rt.Go(func(ctx context.Context) { _ = relay.Run(ctx) })
 	return &Queue{Opt: opt, Client: client, Redis: rc, Producer: producer, Relay: relay}, nil
 }
@@ -147,4 +153,27 @@ func (p *Process) Go(fn func(ctx context.Context)) {
 type background struct {
 	ctx context.Context
 	wg  sync.WaitGroup
+}
+
+// epoch is the outbox relay's marker of what Redis holds (outbox.Epoch): one key per service,
+// set when the relay has published again what a lost Redis held, missing when Redis lost its
+// data since (or is new).
+type epoch struct {
+	redis redis.UniversalClient
+	key   string
+}
+
+func (e epoch) Lost(ctx context.Context) (bool, error) {
+	n, err := e.redis.Exists(ctx, e.key).Result()
+	if err != nil {
+		return false, fmt.Errorf("read the events queue's marker: %w", err)
+	}
+	return n == 0, nil
+}
+
+func (e epoch) Mark(ctx context.Context) error {
+	if err := e.redis.Set(ctx, e.key, time.Now().UTC().Format(time.RFC3339), 0).Err(); err != nil {
+		return fmt.Errorf("set the events queue's marker: %w", err)
+	}
+	return nil
 }

@@ -70,8 +70,12 @@ const (
 //     webhooks-svc's overdue sweep.
 //
 // Not kept: rate-limit windows and failed-authentication counters (rate:…), which start
-// afresh (at worst one burst more is let through), and the locks of requests in flight
-// (gw:idemlock:…), of which a clean stop leaves none: the gateway finishes its requests first.
+// afresh (at worst one burst more is let through); the locks of requests in flight
+// (gw:idemlock:…), of which a clean stop leaves none: the gateway finishes its requests first;
+// and the outbox relays' markers (outbox:epoch:…), so that every start has each relay publish
+// again the events its outboxes retain from the last OUTBOX_RETENTION: after a kill, what the
+// queue held since the last clean stop comes back that way (libs/outbox, retention.go); what a
+// restored queue holds already is a task-id conflict, or an event webhooks-svc has stored.
 var keptRedis = []string{"gw:idem:", "asynq:", "payments:"}
 
 // gatewaySettings are the gateway's, as Settings above.

@@ -29,6 +29,7 @@ type Queue struct {
 	down   bool
 	events []events.Event
 	times  map[string]int
+	marked bool // the Epoch's marker: unset by Lose
 }
 
 // EnqueueContext implements outbox.Enqueuer. A batch task adds its events not seen before,
@@ -64,6 +65,38 @@ func (q *Queue) SetDown(down bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.down = down
+}
+
+// Lose forgets every event published and unsets the Epoch's marker: a Redis that lost its data.
+func (q *Queue) Lose() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.events, q.times, q.marked = nil, nil, false
+}
+
+// Epoch returns the queue's marker for a relay's Retain: missing at first and after Lose,
+// unreadable while the queue is down.
+func (q *Queue) Epoch() outbox.Epoch { return epoch{q} }
+
+type epoch struct{ q *Queue }
+
+func (e epoch) Lost(context.Context) (bool, error) {
+	e.q.mu.Lock()
+	defer e.q.mu.Unlock()
+	if e.q.down {
+		return false, ErrDown
+	}
+	return !e.q.marked, nil
+}
+
+func (e epoch) Mark(context.Context) error {
+	e.q.mu.Lock()
+	defer e.q.mu.Unlock()
+	if e.q.down {
+		return ErrDown
+	}
+	e.q.marked = true
+	return nil
 }
 
 // Events returns the events published, each once, in the order they were raised (ids sort by
