@@ -1,7 +1,6 @@
 package docstore
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -9,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/google/btree"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -38,11 +38,10 @@ import (
 // true: like the rest of the embedded strategy, it relies on one process owning the data.
 type queryIndex struct {
 	mu     sync.RWMutex
-	held   map[string]bool // the paths held, and the parent of each dotted one
-	lay    *layout         // how the held fields are encoded, in an order of the held paths
-	tops   []string        // the top-level fields of held paths: what the scan reads
-	byID   map[string]*heldDoc
-	order  *btree.BTreeG[*heldDoc] // by _id
+	held   map[string]bool         // the paths held, and the parent of each dotted one
+	lay    *layout                 // how the held fields are encoded, in an order of the held paths
+	tops   []string                // the top-level fields of held paths: what the scan reads
+	order  *btree.BTreeG[*heldDoc] // by _id: also the lookup by _id (no map beside it)
 	built  bool
 	gen    int           // counts invalidations: a scan started before one does not complete the index
 	scan   chan struct{} // closed when the scan in progress ends; nil if none
@@ -55,12 +54,15 @@ type queryIndex struct {
 // heldDoc is a document as the index holds it: its _id, version, and the values of the held
 // fields, in its layout's order, each a BSON type byte (0: missing) followed by the value's
 // bytes. Without the field names of a BSON document it is about 40 % smaller, and the index
-// holds one per document of the collection.
+// holds one per document of the collection, for as long as the document is stored: its size
+// is what the process grows by per document stored (BenchmarkQueryIndexMemory). So values is
+// one immutable string (one allocation, a 48-byte struct), and id is the _id's bytes within it
+// rather than a copy.
 type heldDoc struct {
 	id      string
 	version int64
 	lay     *layout
-	values  []byte
+	values  string
 }
 
 // layout is the order of the held paths in a heldDoc's values, and which of them are the parent
@@ -77,7 +79,8 @@ func (d *heldDoc) get(path string) (bson.RawValue, bool) {
 	if !ok {
 		return bson.RawValue{}, false
 	}
-	b := d.values
+	// Read in place: values is never written once made, and the RawValue returned is only read.
+	b := unsafe.Slice(unsafe.StringData(d.values), len(d.values))
 	for j := 0; len(b) > 0; j++ {
 		t := bsoncore.Type(b[0])
 		b = b[1:]
@@ -102,7 +105,6 @@ func (d *heldDoc) get(path string) (bson.RawValue, bool) {
 func newQueryIndex() *queryIndex {
 	x := &queryIndex{
 		held:   map[string]bool{},
-		byID:   map[string]*heldDoc{},
 		order:  btree.NewG(32, func(a, b *heldDoc) bool { return a.id < b.id }),
 		gone:   map[string]bool{},
 		stale:  map[string]bool{},
@@ -172,7 +174,6 @@ func (x *queryIndex) holds(path string) bool {
 func (x *queryIndex) invalidateLocked() {
 	x.built = false
 	x.gen++
-	x.byID = map[string]*heldDoc{}
 	x.order.Clear(false)
 }
 
@@ -189,13 +190,21 @@ func (x *queryIndex) invalidate() {
 
 // extract returns a stored document as the index holds it. It is called with mu held.
 func (x *queryIndex) extract(raw bson.Raw) (*heldDoc, error) {
-	id, ok := raw.Lookup("_id").StringValueOK()
-	if !ok {
+	idValue, err := raw.LookupErr("_id")
+	if err != nil || idValue.Type != bson.TypeString {
 		return nil, fmt.Errorf("docstore: a document without a string _id")
 	}
-	d := &heldDoc{id: id, version: versionOf(raw), lay: x.lay}
+	d := &heldDoc{version: versionOf(raw), lay: x.lay}
 	buf := x.buf[:0]
+	idAt := -1 // where the _id's characters start in buf
 	for i, p := range x.lay.paths {
+		if p == "_id" {
+			// A BSON string: its length (with the NUL) in 4 bytes, then its characters.
+			buf = append(buf, byte(idValue.Type))
+			idAt = len(buf) + 4
+			buf = append(buf, idValue.Value...)
+			continue
+		}
 		v, err := raw.LookupErr(splitPath(p)...)
 		switch {
 		case err != nil:
@@ -208,7 +217,12 @@ func (x *queryIndex) extract(raw bson.Raw) (*heldDoc, error) {
 		}
 	}
 	x.buf = buf
-	d.values = bytes.Clone(buf) // exactly its size: the index holds one per document
+	d.values = string(buf) // a copy of exactly its size
+	if idAt >= 0 {
+		d.id = d.values[idAt : idAt+len(idValue.Value)-5]
+	} else {
+		d.id = idValue.StringValue()
+	}
 	return d, nil
 }
 
@@ -249,10 +263,9 @@ func (x *queryIndex) put(raw bson.Raw) {
 }
 
 func (x *queryIndex) putLocked(d *heldDoc) {
-	if old, ok := x.byID[d.id]; ok && old.version > d.version {
+	if old, ok := x.order.Get(d); ok && old.version > d.version {
 		return
 	}
-	x.byID[d.id] = d
 	x.order.ReplaceOrInsert(d)
 }
 
@@ -267,10 +280,7 @@ func (x *queryIndex) remove(id string) {
 }
 
 func (x *queryIndex) removeLocked(id string) {
-	if d, ok := x.byID[id]; ok {
-		delete(x.byID, id)
-		x.order.Delete(d)
-	}
+	x.order.Delete(&heldDoc{id: id})
 	delete(x.stale, id)
 	if x.scan != nil {
 		x.gone[id] = true // the scan in progress may still return it
@@ -291,11 +301,12 @@ func (x *queryIndex) removeMatching(filter bson.D) {
 		return
 	}
 	var ids []string
-	for id, d := range x.byID {
+	x.order.Ascend(func(d *heldDoc) bool {
 		if m(d) {
-			ids = append(ids, id)
+			ids = append(ids, d.id)
 		}
-	}
+		return true
+	})
 	for _, id := range ids {
 		x.removeLocked(id)
 	}
