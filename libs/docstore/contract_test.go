@@ -653,6 +653,9 @@ func TestRetainedEventsArePublishedAgainWhenTheQueueLostThem(t *testing.T) {
 
 		next := newEnv(t, s, raw, 10) // its queue is new: the marker is missing
 		next.relay.Retain(10*time.Minute, next.queue.Epoch())
+		if err := next.relay.Claim(ctx); err != nil { // as service.ConnectQueue does
+			t.Fatal(err)
+		}
 		next.relay.Sweep(ctx)
 		if got := next.queue.IDs(); !slices.Equal(got, want) {
 			t.Fatalf("published again by the next process after the loss: %v; want %v", got, want)

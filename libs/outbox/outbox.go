@@ -195,6 +195,9 @@ type Relay struct {
 	// again since the relay last found the queue's marker missing (nil before: nothing to
 	// recover).
 	recovered map[int]bool
+	// skipOwn: the marker was set by Claim, before this relay published anything, so what it
+	// published since is in this Redis (Claim).
+	skipOwn bool
 }
 
 // NewRelay returns a relay. Every interval it publishes the events that have waited in the

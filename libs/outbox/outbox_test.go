@@ -500,3 +500,44 @@ func TestRelayRecoversAStoreAddedAfterItFoundTheLoss(t *testing.T) {
 		t.Fatalf("a pass more: %d events published again, marker set %d times; want none and once", n, epoch.marked)
 	}
 }
+
+// A process that finds the marker missing before it publishes anything (Claim) sets it at
+// once: its stores' retained events are published again, but for those it published itself
+// since, which are in this Redis. A loss found later publishes everything retained again.
+func TestRelayClaimingANewQueueSkipsWhatItPublishedItself(t *testing.T) {
+	mem, client, insp := setup(t)
+	ctx := context.Background()
+	gen := ids.NewGenerator(nil)
+	earlier, own := newDoc(t, ctx, gen, "a.earlier"), newDoc(t, ctx, gen, "a.own")
+	epoch := &fakeEpoch{}
+	relay := newRelay(client, 0, mem)
+	relay.Retain(10*time.Minute, epoch)
+	if err := relay.Claim(ctx); err != nil || epoch.marked != 1 {
+		t.Fatalf("claim of a queue without its marker: %v, marker set %d times; want set once", err, epoch.marked)
+	}
+	if err := relay.publish(ctx, []Doc{own}); err != nil { // the fast path of this process
+		t.Fatal(err)
+	}
+	if _, err := insp.DeleteAllPendingTasks(eventtask.Queue); err != nil {
+		t.Fatal(err)
+	}
+	relay.Add(&retaining{memStore: &memStore{}, recent: []Batch{{AggregateID: "agg", Docs: []Doc{earlier, own}}}})
+	relay.Sweep(ctx)
+	if got := queued(t, insp); len(got) != 1 || got[earlier.ID].event.ID == "" {
+		t.Fatalf("published again after the claim: %v; want %s alone (not %s, published by this process into this queue)", slices.Collect(maps.Keys(got)), earlier.ID, own.ID)
+	}
+	if _, err := insp.DeleteAllPendingTasks(eventtask.Queue); err != nil {
+		t.Fatal(err)
+	}
+
+	epoch.set = false // lost again while the process runs: its own events are lost too
+	relay.Sweep(ctx)
+	if got := queued(t, insp); len(got) != 2 {
+		t.Fatalf("published again after a later loss: %v; want %s and %s", slices.Collect(maps.Keys(got)), earlier.ID, own.ID)
+	}
+
+	epoch.down, epoch.set = true, false
+	if err := relay.Claim(ctx); err == nil {
+		t.Fatal("claim with the marker unreadable: no error")
+	}
+}

@@ -83,6 +83,32 @@ func (r *Relay) Compact(box []Doc, covered, retain bool) (kept []Doc, pending bo
 	return kept, pending
 }
 
+// Claim is called once, before this process publishes anything (service.ConnectQueue). When
+// the marker is missing it sets it at once and has every store recovered, as a pass finding it
+// missing would, except for the events this process publishes from then on: those went into
+// this Redis, which has not lost them. So a process starting on a new or emptied Redis (every
+// start of the local platform, every test) publishes again only what earlier processes left
+// retained, instead of what its own first second published too. An error (Redis unreachable)
+// leaves the marker to the passes, which then publish everything retained again.
+func (r *Relay) Claim(ctx context.Context) error {
+	if r.epoch == nil {
+		return nil
+	}
+	lost, err := r.epoch.Lost(ctx)
+	if err != nil || !lost {
+		return err
+	}
+	if err := r.epoch.Mark(ctx); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.recovered, r.skipOwn = map[int]bool{}, true
+	r.mu.Unlock()
+	r.log.WarnContext(ctx, "the events queue's marker was missing (a new, restarted or flushed Redis): the events retained from the window will be published again",
+		"window", r.retention.String())
+	return nil
+}
+
 // recoverLost publishes again the events the stores retain from the retention window when the
 // queue lost its data, then sets the marker. It returns how many it published; on an error the
 // marker stays unset and the next pass tries again.
@@ -100,8 +126,9 @@ func (r *Relay) recoverLost(ctx context.Context, stores []Store) (int, error) {
 	}
 	r.mu.Lock()
 	if lost {
-		r.recovered = map[int]bool{}
+		r.recovered, r.skipOwn = map[int]bool{}, false
 	}
+	skipOwn := r.skipOwn
 	var todo []int // indexes in stores, which keeps the order stores were added in
 	if r.recovered != nil {
 		for i := range stores {
@@ -117,7 +144,7 @@ func (r *Relay) recoverLost(ctx context.Context, stores []Store) (int, error) {
 	since := r.now().Add(-r.retention)
 	published := 0
 	for _, i := range todo {
-		n, err := r.republish(ctx, stores[i], since)
+		n, err := r.republish(ctx, stores[i], since, skipOwn)
 		published += n
 		if err != nil {
 			return published, err
@@ -141,8 +168,9 @@ func (r *Relay) recoverLost(ctx context.Context, stores []Store) (int, error) {
 	return published, nil
 }
 
-// republish publishes the events s retains from since, if it retains any.
-func (r *Relay) republish(ctx context.Context, s Store, since time.Time) (int, error) {
+// republish publishes the events s retains from since, if it retains any, but for those this
+// relay published with skipOwn.
+func (r *Relay) republish(ctx context.Context, s Store, since time.Time, skipOwn bool) (int, error) {
 	rs, ok := s.(RecentStore)
 	if !ok || r.retention <= 0 {
 		return 0, nil
@@ -153,7 +181,9 @@ func (r *Relay) republish(ctx context.Context, s Store, since time.Time) (int, e
 	}
 	published := 0
 	for _, b := range batches {
-		docs := slices.DeleteFunc(slices.Clone(b.Docs), func(d Doc) bool { return d.Created < since.Unix() })
+		docs := slices.DeleteFunc(slices.Clone(b.Docs), func(d Doc) bool {
+			return d.Created < since.Unix() || (skipOwn && r.published.Has(d.ID))
+		})
 		if len(docs) == 0 {
 			continue
 		}

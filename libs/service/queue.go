@@ -79,6 +79,14 @@ func (rt *Runtime) ConnectQueue(cfg QueueConfig) (*Queue, error) {
 	relay := outbox.NewRelay(outbox.NewPublisher(producer), rt.Log, relayInterval,
 		max(2*time.Second, 2*relayInterval))
 	relay.Retain(cfg.OutboxRetention, epoch{redis: rc, key: "outbox:epoch:" + rt.Name})
+	// Before anything is published: on a new Redis, what this process publishes is not
+	// published again (outbox.Relay.Claim). Unreachable, the relay's passes take it over.
+	claimCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	err = relay.Claim(claimCtx)
+	cancel()
+	if err != nil {
+		rt.Log.Warn("outbox relay: the events queue's marker could not be read or set; the relay's passes will", "error", err.Error())
+	}
 	rt.Go(func(ctx context.Context) { _ = relay.Run(ctx) })
 	return &Queue{Opt: opt, Client: client, Redis: rc, Producer: producer, Relay: relay}, nil
 }
