@@ -63,6 +63,15 @@ func newItems(t *testing.T, raw *mongo.Database) *docstore.Collection[item] {
 
 var base = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 
+// randomItems returns n random items, it_00000 on.
+func randomItems(r *rand.Rand, n int) []item {
+	docs := make([]item, n)
+	for i := range docs {
+		docs[i] = randomItem(r, i)
+	}
+	return docs
+}
+
 // randomItem makes the i-th of a set of items whose fields repeat often enough for every
 // filter to match some.
 func randomItem(r *rand.Rand, i int) item {
@@ -161,10 +170,7 @@ func TestQueriesAnsweredAsTheStoreWould(t *testing.T) {
 	c := newItems(t, raw)
 	ctx := t.Context()
 	r := rand.New(rand.NewPCG(1, 2))
-	var docs []item
-	for i := range 400 {
-		docs = append(docs, randomItem(r, i))
-	}
+	docs := randomItems(r, 400)
 	// Half stored before the first query (the index is built by a scan), half after.
 	if _, err := c.InsertAll(ctx, docs[:200]); err != nil {
 		t.Fatal(err)
@@ -275,10 +281,7 @@ func TestQueryIndexFollowsWritesDuringItsScan(t *testing.T) {
 	c := newItems(t, raw)
 	ctx := t.Context()
 	r := rand.New(rand.NewPCG(3, 4))
-	var docs []item
-	for i := range 1500 {
-		docs = append(docs, randomItem(r, i))
-	}
+	docs := randomItems(r, 1500)
 	if _, err := c.InsertAll(ctx, docs); err != nil {
 		t.Fatal(err)
 	}

@@ -220,7 +220,10 @@ func TestDrillRedisUnreachable(t *testing.T) {
 	}
 	d.found("the refused POST ran when retried, at try %d", tries)
 
-	rx.WaitUntil(t, "/rx", deliveryWait, "every event written during the outage", func(reqs []receiver.Request) bool {
+	// The full form's thousand events come back at 10 to 20 a second on this machine (measured:
+	// 888 in 1m35s before the outbox retention, 807 in 57 s after): what is checked is that
+	// none is lost, and the time it took is reported.
+	rx.WaitUntil(t, "/rx", scale(deliveryWait, 3*time.Minute), "every event written during the outage", func(reqs []receiver.Request) bool {
 		for _, id := range triggers {
 			if !answeredAbout("webhook_endpoint.created", id)(reqs) {
 				return false
