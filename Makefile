@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-MODULES := api clients/go libs embedded gateway verification-svc collections-svc payments-svc webhooks-svc deploy/local deploy/compose deploy/k8s
+MODULES := api clients/go cli libs embedded gateway verification-svc collections-svc payments-svc webhooks-svc deploy/local deploy/compose deploy/k8s
 PACKAGES := $(addprefix ./,$(addsuffix /...,$(MODULES)))
 # Tests of several packages run in parallel; the end-to-end tests build and start the whole stack.
 TEST_FLAGS ?= -race -count=1 -timeout 15m
@@ -22,8 +22,8 @@ help: ## Show this help
 
 # The launcher is built and exec'd rather than `go run`, so Ctrl-C reaches it directly and a
 # clean stop exits 0 (`go run` reports any interrupt as a failure).
-run: ## Build and start the whole platform on this machine (embedded MongoDB-compatible store and Redis unless MONGODB_URI / REDIS_URL are set)
-	@go build -o bin/rental-local ./deploy/local && exec ./bin/rental-local
+run: ## Build and start the whole platform on this machine (embedded MongoDB-compatible store and Redis unless MONGODB_URI / REDIS_URL are set); also builds the CLI, bin/rental
+	@go build -o bin/rental-local ./deploy/local && go build -o bin/rental ./cli/cmd/rental && exec ./bin/rental-local
 
 # The end-to-end suite checks every exchange against the API's contract and writes which
 # operations and statuses it exercised to bin/contract-coverage.txt, printed after the run.
