@@ -18,13 +18,7 @@ type cliRun struct {
 // buildCLI builds the rental CLI (cli/cmd/rental) as a user's go build or go install would.
 func buildCLI(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "rental")
-	cmd := exec.Command("go", "build", "-o", bin, "./cli/cmd/rental")
-	cmd.Dir = repoRoot(t)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building the CLI: %v\n%s", err, out)
-	}
-	return bin
+	return goBuild(t, "./cli/cmd/rental", "rental")
 }
 
 // runCLI runs the CLI with args, stdin and env (on top of PATH and HOME).

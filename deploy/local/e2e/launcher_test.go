@@ -39,11 +39,18 @@ func buildLauncher(t *testing.T) string {
 	if testing.Short() {
 		t.Skip("end-to-end: builds and starts the whole stack")
 	}
-	bin := filepath.Join(t.TempDir(), "rental-local")
-	cmd := exec.Command("go", "build", "-o", bin, "./deploy/local")
+	return goBuild(t, "./deploy/local", "rental-local")
+}
+
+// goBuild builds the package pkg of the repository (as `go build` at its root) into a
+// temporary folder as name, and returns its path.
+func goBuild(t *testing.T, pkg, name string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), name)
+	cmd := exec.Command("go", "build", "-o", bin, pkg)
 	cmd.Dir = repoRoot(t)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building the launcher: %v\n%s", err, out)
+		t.Fatalf("building %s: %v\n%s", pkg, err, out)
 	}
 	return bin
 }
