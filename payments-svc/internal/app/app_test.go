@@ -539,7 +539,7 @@ func TestPreviousAttributesAndCausesOfEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The engine's events (processing, two charges, retrying) and the agreement's update.
-	evs := f.waitEvents(t, 7)
+	f.waitEvents(t, 7)
 	failed, err := f.svc.GetAgreement(t.Context(), f.caller, a.ID())
 	if err != nil {
 		t.Fatal(err)
@@ -551,7 +551,7 @@ func TestPreviousAttributesAndCausesOfEvents(t *testing.T) {
 	if _, err := f.svc.CancelAgreement(t.Context(), canceller, a.ID()); err != nil {
 		t.Fatal(err)
 	}
-	evs = f.waitEvents(t, 9)
+	evs := f.waitEvents(t, 9)
 
 	byType := map[string]events.Event{}
 	for _, ev := range evs {

@@ -69,10 +69,3 @@ func (r *receiver) deliveries(start time.Time) []time.Duration {
 	}
 	return out
 }
-
-// count is the events delivered so far.
-func (r *receiver) count() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.seen)
-}
