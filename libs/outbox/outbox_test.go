@@ -541,3 +541,23 @@ func TestRelayClaimingANewQueueSkipsWhatItPublishedItself(t *testing.T) {
 		t.Fatal("claim with the marker unreadable: no error")
 	}
 }
+
+// OUTBOX_RETENTION=0 keeps nothing, so the relay never asks the marker: no Redis round trip
+// per pass, nothing published again.
+func TestRelayWithoutRetentionNeverAsksTheMarker(t *testing.T) {
+	_, client, insp := setup(t)
+	ctx := context.Background()
+	gen := ids.NewGenerator(nil)
+	recent := newDoc(t, ctx, gen, "a.recent")
+	epoch := &fakeEpoch{down: true} // any question would fail
+	relay := newRelay(client, 0, &retaining{memStore: &memStore{}, recent: []Batch{{AggregateID: "agg", Docs: []Doc{recent}}}})
+	relay.Retain(0, epoch)
+	if err := relay.Claim(ctx); err != nil {
+		t.Fatalf("claim without retention: %v; want no question asked", err)
+	}
+	epoch.down = false
+	relay.Sweep(ctx)
+	if n := len(queued(t, insp)); n != 0 || epoch.marked != 0 {
+		t.Fatalf("without retention: %d published again, marker set %d times; want none", n, epoch.marked)
+	}
+}

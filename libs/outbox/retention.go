@@ -41,9 +41,13 @@ type RecentStore interface {
 }
 
 // Retain makes the relay keep published events for window (Compact) and publish them again
-// when epoch reports the queue lost its data. Call it before the relay runs; a window of 0
-// keeps nothing.
+// when epoch reports the queue lost its data. Call it before the relay runs. A window of 0
+// keeps nothing, and then there is nothing to publish again: the marker is never asked.
 func (r *Relay) Retain(window time.Duration, epoch Epoch) {
+	if window <= 0 {
+		r.retention, r.epoch = 0, nil
+		return
+	}
 	r.retention, r.epoch = window, epoch
 }
 
@@ -172,7 +176,7 @@ func (r *Relay) recoverLost(ctx context.Context, stores []Store) (int, error) {
 // relay published with skipOwn.
 func (r *Relay) republish(ctx context.Context, s Store, since time.Time, skipOwn bool) (int, error) {
 	rs, ok := s.(RecentStore)
-	if !ok || r.retention <= 0 {
+	if !ok {
 		return 0, nil
 	}
 	batches, err := rs.Recent(ctx, since)
