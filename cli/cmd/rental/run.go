@@ -180,10 +180,8 @@ func (a *app) readKey() (string, error) {
 		key = line
 	}
 	key = strings.TrimSpace(key)
-	for _, p := range []string{"sk_test_", "sk_live_", "rk_test_", "rk_live_"} {
-		if strings.HasPrefix(key, p) && len(key) > len(p) {
-			return key, nil
-		}
+	if p := profile.Prefix(key); p != "" && len(key) > len(p) {
+		return key, nil
 	}
 	return "", usageError{errors.New("standard input holds no API key (want sk_test_…, sk_live_…, rk_test_… or rk_live_…)")}
 }

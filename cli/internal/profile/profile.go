@@ -112,14 +112,20 @@ func (s Store) read() (file, error) {
 	return f, nil
 }
 
-// Mask shows a key as its mode and last four characters: sk_test_…abcd.
-func Mask(key string) string {
-	prefix := ""
+// Prefix returns the prefix of an API key (sk_test_, sk_live_, rk_test_ or rk_live_), "" for a
+// string that has none.
+func Prefix(key string) string {
 	for _, p := range []string{"sk_test_", "sk_live_", "rk_test_", "rk_live_"} {
 		if strings.HasPrefix(key, p) {
-			prefix = p
+			return p
 		}
 	}
+	return ""
+}
+
+// Mask shows a key as its mode and last four characters: sk_test_…abcd.
+func Mask(key string) string {
+	prefix := Prefix(key)
 	if len(key) < len(prefix)+8 {
 		return prefix + "…"
 	}
