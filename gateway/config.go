@@ -33,6 +33,9 @@ type Config struct {
 	RateLimitLive    int // GATEWAY_RATE_LIMIT_LIVE
 	RateLimitTest    int // GATEWAY_RATE_LIMIT_TEST
 	AuthFailureLimit int // GATEWAY_AUTH_FAILURE_LIMIT
+	// HostedRateLimit is the requests per minute of one client address to the hosted pages,
+	// which take no key (0: unlimited).
+	HostedRateLimit int // GATEWAY_HOSTED_RATE_LIMIT
 	// RateLimitTimeout bounds one rate-limit call to Redis; a slower one counts as a failure.
 	RateLimitTimeout time.Duration // GATEWAY_RATE_LIMIT_TIMEOUT
 	// What happens to reads (GET, HEAD) and writes whose rate limit cannot be checked: let
@@ -89,6 +92,7 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		RateLimitLive:    r.Int("GATEWAY_RATE_LIMIT_LIVE", 100, 0, domain.MaxRateLimit),
 		RateLimitTest:    r.Int("GATEWAY_RATE_LIMIT_TEST", 25, 0, domain.MaxRateLimit),
 		AuthFailureLimit: r.Int("GATEWAY_AUTH_FAILURE_LIMIT", 60, 0, domain.MaxRateLimit),
+		HostedRateLimit:  r.Int("GATEWAY_HOSTED_RATE_LIMIT", 120, 0, domain.MaxRateLimit),
 		RateLimitTimeout: r.PositiveDuration("GATEWAY_RATE_LIMIT_TIMEOUT", app.DefaultRateTimeout),
 		// Open by default, reads and writes alike: a Redis outage must not become an outage of
 		// the API (docs/architecture.md, "Redis down").

@@ -28,6 +28,7 @@ type echo struct {
 	IdempotencyKey string `json:"idempotency_key"`
 	ContentType    string `json:"content_type"`
 	Accept         string `json:"accept"`
+	LastEventID    string `json:"last_event_id"`
 	Authorization  string `json:"authorization"`
 	Traceparent    string `json:"traceparent"`
 	Forged         string `json:"forged"` // X-Forged, a header the gateway must not forward
@@ -196,7 +197,7 @@ func (f *fakeService) serve(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, echo{
 		Service: f.name, Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery,
 		Account: id.Account, Livemode: id.Livemode, RequestID: id.RequestID, IdempotencyKey: id.IdempotencyKey,
-		ContentType: r.Header.Get("Content-Type"), Accept: r.Header.Get("Accept"),
+		ContentType: r.Header.Get("Content-Type"), Accept: r.Header.Get("Accept"), LastEventID: r.Header.Get("Last-Event-ID"),
 		Authorization: r.Header.Get("Authorization"), Traceparent: r.Header.Get("Traceparent"),
 		Forged: r.Header.Get("X-Forged"), BodyLen: n, BodySHA256: hex.EncodeToString(h.Sum(nil)),
 		Chunked: len(r.TransferEncoding) > 0 && r.TransferEncoding[0] == "chunked",

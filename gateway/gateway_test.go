@@ -457,6 +457,7 @@ func TestGateway(t *testing.T) {
 				}
 				h := jsonHeaders(*testKey.Secret)
 				h["Accept"] = "application/json"
+				h["Last-Event-ID"] = "1764380000000-0" // the event stream's resume point
 				// One key per request: a key reused on another path is refused (idempotency).
 				h["Idempotency-Key"] = "idem-" + method + tc.path
 				// Forged identity and a header the gateway does not forward.
@@ -475,7 +476,7 @@ func TestGateway(t *testing.T) {
 				r.json(t, &e)
 				want := echo{Service: tc.service, Method: method, Path: tc.path, Query: "limit=3&expand[]=data.x&q=a%20b",
 					Account: "acct_alpha", Livemode: false, RequestID: r.header.Get("Request-Id"), IdempotencyKey: "idem-" + method + tc.path,
-					Accept: "application/json", ContentType: "application/json"}
+					Accept: "application/json", ContentType: "application/json", LastEventID: "1764380000000-0"}
 				if method == "POST" {
 					want.BodyLen = 7
 					want.BodySHA256 = sha(`{"a":1}`)

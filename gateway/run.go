@@ -82,7 +82,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		Logger: p.Log, Keys: svc, Limits: svc, Idempotency: svc, Signer: signer, Services: services,
 		BodyLimit: cfg.BodyLimit, UploadBodyLimit: cfg.UploadBodyLimit, IDs: idgen,
 		TracerProvider: tel.TracerProvider, Propagator: tel.Propagator, Sampler: tel.Sampler, MeterProvider: tel.MeterProvider,
-		Checks: checks,
+		Checks: checks, HostedLimits: svc,
 		Documents: []httpport.Document{
 			{Path: "/v1/openapi.json", ContentType: fiber.MIMEApplicationJSONCharsetUTF8, Body: api.PublicJSON()},
 			{Path: "/docs", ContentType: fiber.MIMETextHTMLCharsetUTF8, Body: api.Reference()},
@@ -136,7 +136,7 @@ func newApp(cfg Config, keys *keystore.Keys, rdb *redis.Client, idgen *ids.Gener
 		Monitor:  monitor,
 		Limits: app.Limits{
 			LivePerSecond: cfg.RateLimitLive, TestPerSecond: cfg.RateLimitTest,
-			AuthFailuresPerMinute: cfg.AuthFailureLimit, Timeout: cfg.RateLimitTimeout,
+			AuthFailuresPerMinute: cfg.AuthFailureLimit, HostedPerMinute: cfg.HostedRateLimit, Timeout: cfg.RateLimitTimeout,
 			UnavailableRead: cfg.RateLimitUnavailableRead, UnavailableWrite: cfg.RateLimitUnavailableWrite,
 		},
 		Idempotency:        redisadapter.NewIdempotency(rdb, cfg.IdempotencyTTL, nil),

@@ -7,6 +7,7 @@ require (
 	github.com/hibiken/asynq v0.26.0
 	go.mongodb.org/mongo-driver/v2 v2.9.3
 	go.opentelemetry.io/otel v1.47.0
+	golang.org/x/net v0.62.0
 	rentalplatform/api v0.0.0
 	rentalplatform/embedded v0.0.0
 	rentalplatform/libs v0.0.0
@@ -86,7 +87,6 @@ require (
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/exp v0.0.0-20240719175910-8a7402abbf56 // indirect
-	golang.org/x/net v0.62.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect

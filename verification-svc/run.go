@@ -14,6 +14,7 @@ import (
 	asynqadapter "rentalplatform/verification-svc/internal/adapters/asynq"
 	"rentalplatform/verification-svc/internal/adapters/mongo"
 	"rentalplatform/verification-svc/internal/app"
+	"rentalplatform/verification-svc/internal/ports/hosted"
 	httpport "rentalplatform/verification-svc/internal/ports/http"
 	"rentalplatform/verification-svc/internal/ports/worker"
 	"rentalplatform/verification-svc/internal/tasks"
@@ -30,7 +31,8 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	if err != nil {
 		return err
 	}
-	rt, err := service.Start(ctx, spec().Name, cfg.Base, stdout)
+	// The hosted page takes the gateway's hosted-page identity, and only it (no API key).
+	rt, err := service.Start(ctx, spec().Name, cfg.Base, stdout, service.WithHostedPages(hosted.Prefix))
 	if err != nil {
 		return err
 	}
@@ -63,6 +65,9 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		AllowPrivate: cfg.WebhookAllowPrivate,
 	})
 	httpport.Register(rt.App, svc)
+	if err := hosted.Register(rt.App, svc, rt.Log); err != nil {
+		return fail(err)
+	}
 	if err := work(rt, q, svc, cfg); err != nil {
 		return fail(err)
 	}

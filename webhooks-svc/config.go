@@ -31,6 +31,10 @@ type Config struct {
 	EndpointCacheTTL  time.Duration
 	InlineWait        time.Duration
 	InlineConcurrency int
+	StreamHeartbeat   time.Duration
+	StreamMaxDuration time.Duration
+	StreamRetention   time.Duration
+	StreamMaxEvents   int
 }
 
 func loadConfig(getenv config.Getenv) (Config, error) {
@@ -48,6 +52,10 @@ func loadConfig(getenv config.Getenv) (Config, error) {
 		EndpointCacheTTL:  r.PositiveDuration("WEBHOOKS_ENDPOINT_CACHE_TTL", time.Second),
 		InlineWait:        r.Duration("WEBHOOKS_INLINE_WAIT", 200*time.Millisecond),
 		InlineConcurrency: r.Int("WEBHOOKS_INLINE_CONCURRENCY", 200, 1, 10000),
+		StreamHeartbeat:   r.PositiveDuration("WEBHOOKS_STREAM_HEARTBEAT", 10*time.Second),
+		StreamMaxDuration: r.PositiveDuration("WEBHOOKS_STREAM_MAX_DURATION", 50*time.Second),
+		StreamRetention:   r.PositiveDuration("WEBHOOKS_STREAM_RETENTION", time.Hour),
+		StreamMaxEvents:   r.Int("WEBHOOKS_STREAM_MAX_EVENTS", 10000, 100, 1000000),
 	}
 	errs := []error{baseErr, r.Err()}
 	var err error
@@ -56,6 +64,14 @@ func loadConfig(getenv config.Getenv) (Config, error) {
 	}
 	if cfg.InlineWait < 0 || cfg.InlineWait >= cfg.Timeout {
 		errs = append(errs, fmt.Errorf("WEBHOOKS_INLINE_WAIT must be between 0 (off) and WEBHOOKS_TIMEOUT"))
+	}
+	// Every listener on the path (this service's, the gateway's) bounds writing one response
+	// to 60 s: a stream ends before that.
+	if cfg.StreamMaxDuration >= 55*time.Second {
+		errs = append(errs, fmt.Errorf("WEBHOOKS_STREAM_MAX_DURATION must be under 55s (the listeners' 60 s write timeout)"))
+	}
+	if cfg.StreamHeartbeat >= cfg.StreamMaxDuration {
+		errs = append(errs, fmt.Errorf("WEBHOOKS_STREAM_HEARTBEAT must be shorter than WEBHOOKS_STREAM_MAX_DURATION"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)

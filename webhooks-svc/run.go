@@ -15,6 +15,7 @@ import (
 
 	asynqadapter "rentalplatform/webhooks-svc/internal/adapters/asynq"
 	"rentalplatform/webhooks-svc/internal/adapters/mongo"
+	redisadapter "rentalplatform/webhooks-svc/internal/adapters/redis"
 	"rentalplatform/webhooks-svc/internal/adapters/webhookhttp"
 	"rentalplatform/webhooks-svc/internal/app"
 	httpport "rentalplatform/webhooks-svc/internal/ports/http"
@@ -73,8 +74,10 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		Deliveries: deliveries,
 		Scheduler:  asynqadapter.NewScheduler(q.Producer, q.Redis, cfg.Timeout),
 		Sender:     sender,
-		IDs:        gen,
-		Log:        log,
+		Feed: redisadapter.NewFeed(q.Redis, redisadapter.Config{
+			Retention: cfg.StreamRetention, MaxLen: int64(cfg.StreamMaxEvents)}),
+		IDs: gen,
+		Log: log,
 	}, app.Config{
 		Schedule:          cfg.RetrySchedule,
 		AutoDisableAfter:  cfg.AutoDisableAfter,
@@ -83,7 +86,8 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		InlineWait:        cfg.InlineWait,
 		InlineConcurrency: cfg.InlineConcurrency,
 	})
-	httpport.Register(rt.App, svc)
+	httpport.Register(rt.App, svc, httpport.StreamConfig{Ctx: ctx, Heartbeat: cfg.StreamHeartbeat,
+		MaxDuration: cfg.StreamMaxDuration, Log: log})
 
 	if err := work(rt, q, svc, cfg); err != nil {
 		return fail(err)

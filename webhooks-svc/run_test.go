@@ -533,17 +533,19 @@ func assertBody(t *testing.T, r response, want map[string]any) {
 func TestRunRefusesBadConfig(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{
-		"INTERNAL_AUTH_SECRET":        "short",
-		"LOG_LEVEL":                   "loud",
-		"REDIS_URL":                   "http://nowhere",
-		"WEBHOOKS_RETRY_SCHEDULE":     "5s,soon",
-		"WEBHOOKS_TIMEOUT":            "0s",
-		"WEBHOOKS_AUTO_DISABLE_AFTER": "forever",
-		"WEBHOOKS_ALLOW_PRIVATE":      "maybe",
-		"WEBHOOKS_TLS_INSECURE":       "yes please",
-		"EVENTS_RETENTION":            "-1h",
-		"WEBHOOKS_CONCURRENCY":        "0",
-		"OUTBOX_RELAY_INTERVAL":       "0",
+		"INTERNAL_AUTH_SECRET":         "short",
+		"LOG_LEVEL":                    "loud",
+		"REDIS_URL":                    "http://nowhere",
+		"WEBHOOKS_RETRY_SCHEDULE":      "5s,soon",
+		"WEBHOOKS_TIMEOUT":             "0s",
+		"WEBHOOKS_AUTO_DISABLE_AFTER":  "forever",
+		"WEBHOOKS_ALLOW_PRIVATE":       "maybe",
+		"WEBHOOKS_TLS_INSECURE":        "yes please",
+		"EVENTS_RETENTION":             "-1h",
+		"WEBHOOKS_CONCURRENCY":         "0",
+		"OUTBOX_RELAY_INTERVAL":        "0",
+		"WEBHOOKS_STREAM_MAX_DURATION": "60s",
+		"WEBHOOKS_STREAM_RETENTION":    "never",
 	}
 	servicetest.RefusesConfig(t, run, env)
 }
@@ -561,7 +563,9 @@ func TestConfigDefaults(t *testing.T) {
 	}
 	if cfg.RedisURL != "redis://127.0.0.1:6379/0" || len(cfg.RetrySchedule) != 9 || cfg.RetrySchedule[8] != 24*time.Hour ||
 		cfg.Timeout != 15*time.Second || cfg.AutoDisableAfter != 120*time.Hour || cfg.AllowPrivate || cfg.TLSInsecure ||
-		cfg.EventsRetention != 720*time.Hour || cfg.Concurrency != 50 || cfg.OutboxRelayInterval != time.Second {
+		cfg.EventsRetention != 720*time.Hour || cfg.Concurrency != 50 || cfg.OutboxRelayInterval != time.Second ||
+		cfg.StreamHeartbeat != 10*time.Second || cfg.StreamMaxDuration != 50*time.Second || cfg.StreamRetention != time.Hour ||
+		cfg.StreamMaxEvents != 10000 {
 		t.Fatalf("defaults %+v", cfg)
 	}
 }

@@ -166,7 +166,8 @@ func (p policy) operation(op *yaml.Node, method string, known map[string]bool) e
 	if p.limitedHeaders && keyed {
 		headers = append(headers, "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset")
 	}
-	if p.replayHeaders && post {
+	if p.replayHeaders && post && keyed {
+		// Only requests with a key are kept for replays (a hosted page's form has none).
 		headers = append(headers, "Idempotent-Replayed", "Original-Request")
 	}
 	for i := 0; i < len(responses.Content); i += 2 {

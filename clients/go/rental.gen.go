@@ -1191,6 +1191,45 @@ func (e EventTypeName) Valid() bool {
 	}
 }
 
+// Defines values for HostedOutcome.
+const (
+	HostedOutcomeError  HostedOutcome = "error"
+	HostedOutcomeFailed HostedOutcome = "failed"
+	HostedOutcomePassed HostedOutcome = "passed"
+)
+
+// Valid indicates whether the value is a known member of the HostedOutcome enum.
+func (e HostedOutcome) Valid() bool {
+	switch e {
+	case HostedOutcomeError:
+		return true
+	case HostedOutcomeFailed:
+		return true
+	case HostedOutcomePassed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for HostedVerificationFormAction.
+const (
+	Decline HostedVerificationFormAction = "decline"
+	Submit  HostedVerificationFormAction = "submit"
+)
+
+// Valid indicates whether the value is a known member of the HostedVerificationFormAction enum.
+func (e HostedVerificationFormAction) Valid() bool {
+	switch e {
+	case Decline:
+		return true
+	case Submit:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PaymentAgreementObject.
 const (
 	PaymentAgreementObjectPaymentAgreement PaymentAgreementObject = "payment_agreement"
@@ -3086,7 +3125,8 @@ type CaseFileEvent struct {
 
 	// Request The API request that caused the event: its `Request-Id` and its `Idempotency-Key`
 	// (null when it had none). Both are null for a change the platform made on its own: a
-	// webhook endpoint disabled for its failing deliveries, a verification session's expiry,
+	// webhook endpoint disabled for its failing deliveries, a verification session's expiry
+	// (unless the test helper expired it: that request),
 	// a payment request's collection attempts and their outcome (`processing`, `retrying`,
 	// `succeeded`, `failed`) and their charges, a payment method declined for good
 	// (`payment_agreement.updated`), and a payment request cancelled with its agreement
@@ -3275,7 +3315,8 @@ type CollectionCaseClosedEvent struct {
 
 	// Request The API request that caused the event: its `Request-Id` and its `Idempotency-Key`
 	// (null when it had none). Both are null for a change the platform made on its own: a
-	// webhook endpoint disabled for its failing deliveries, a verification session's expiry,
+	// webhook endpoint disabled for its failing deliveries, a verification session's expiry
+	// (unless the test helper expired it: that request),
 	// a payment request's collection attempts and their outcome (`processing`, `retrying`,
 	// `succeeded`, `failed`) and their charges, a payment method declined for good
 	// (`payment_agreement.updated`), and a payment request cancelled with its agreement
@@ -3315,7 +3356,8 @@ type CollectionCaseCreatedEvent struct {
 
 	// Request The API request that caused the event: its `Request-Id` and its `Idempotency-Key`
 	// (null when it had none). Both are null for a change the platform made on its own: a
-	// webhook endpoint disabled for its failing deliveries, a verification session's expiry,
+	// webhook endpoint disabled for its failing deliveries, a verification session's expiry
+	// (unless the test helper expired it: that request),
 	// a payment request's collection attempts and their outcome (`processing`, `retrying`,
 	// `succeeded`, `failed`) and their charges, a payment method declined for good
 	// (`payment_agreement.updated`), and a payment request cancelled with its agreement
@@ -3385,7 +3427,8 @@ type CollectionCaseUpdatedEvent struct {
 
 	// Request The API request that caused the event: its `Request-Id` and its `Idempotency-Key`
 	// (null when it had none). Both are null for a change the platform made on its own: a
-	// webhook endpoint disabled for its failing deliveries, a verification session's expiry,
+	// webhook endpoint disabled for its failing deliveries, a verification session's expiry
+	// (unless the test helper expired it: that request),
 	// a payment request's collection attempts and their outcome (`processing`, `retrying`,
 	// `succeeded`, `failed`) and their charges, a payment method declined for good
 	// (`payment_agreement.updated`), and a payment request cancelled with its agreement
@@ -3489,7 +3532,8 @@ type DebtPaymentEvent struct {
 
 	// Request The API request that caused the event: its `Request-Id` and its `Idempotency-Key`
 	// (null when it had none). Both are null for a change the platform made on its own: a
-	// webhook endpoint disabled for its failing deliveries, a verification session's expiry,
+	// webhook endpoint disabled for its failing deliveries, a verification session's expiry
+	// (unless the test helper expired it: that request),
 	// a payment request's collection attempts and their outcome (`processing`, `retrying`,
 	// `succeeded`, `failed`) and their charges, a payment method declined for good
 	// (`payment_agreement.updated`), and a payment request cancelled with its agreement
@@ -3765,7 +3809,8 @@ type EventListUrl string
 
 // EventRequest The API request that caused the event: its `Request-Id` and its `Idempotency-Key`
 // (null when it had none). Both are null for a change the platform made on its own: a
-// webhook endpoint disabled for its failing deliveries, a verification session's expiry,
+// webhook endpoint disabled for its failing deliveries, a verification session's expiry
+// (unless the test helper expired it: that request),
 // a payment request's collection attempts and their outcome (`processing`, `retrying`,
 // `succeeded`, `failed`) and their charges, a payment method declined for good
 // (`payment_agreement.updated`), and a payment request cancelled with its agreement
@@ -3826,6 +3871,54 @@ type EventTypeListUrl string
 // this platform emits each have an entry in the `webhooks` section; the others are
 // reserved for products it does not offer yet.
 type EventTypeName string
+
+// HostedOutcome How a product's check turns out: `passed` or `failed` in the report (the session
+// completes when every product has one of these), or `error`, the check cannot be
+// completed (the session fails, `last_error` naming the first such product in the
+// session's order). Every product of the session needs one, unless `action` is `decline`.
+type HostedOutcome string
+
+// HostedVerificationForm The page's form. A field of a product the session does not run is ignored.
+type HostedVerificationForm struct {
+	// Action `decline`: the applicant declines the checks; the session fails with `last_error.code` `consent_declined`, whatever the outcomes say.
+	Action *HostedVerificationFormAction `json:"action,omitempty"`
+
+	// ClientSecret The session's `client_secret`.
+	ClientSecret string `json:"client_secret"`
+
+	// OutcomesCashFlow How a product's check turns out: `passed` or `failed` in the report (the session
+	// completes when every product has one of these), or `error`, the check cannot be
+	// completed (the session fails, `last_error` naming the first such product in the
+	// session's order). Every product of the session needs one, unless `action` is `decline`.
+	OutcomesCashFlow *HostedOutcome `json:"outcomes[cash_flow],omitempty"`
+
+	// OutcomesCredit How a product's check turns out: `passed` or `failed` in the report (the session
+	// completes when every product has one of these), or `error`, the check cannot be
+	// completed (the session fails, `last_error` naming the first such product in the
+	// session's order). Every product of the session needs one, unless `action` is `decline`.
+	OutcomesCredit *HostedOutcome `json:"outcomes[credit],omitempty"`
+
+	// OutcomesDocuments How a product's check turns out: `passed` or `failed` in the report (the session
+	// completes when every product has one of these), or `error`, the check cannot be
+	// completed (the session fails, `last_error` naming the first such product in the
+	// session's order). Every product of the session needs one, unless `action` is `decline`.
+	OutcomesDocuments *HostedOutcome `json:"outcomes[documents],omitempty"`
+
+	// OutcomesIdentity How a product's check turns out: `passed` or `failed` in the report (the session
+	// completes when every product has one of these), or `error`, the check cannot be
+	// completed (the session fails, `last_error` naming the first such product in the
+	// session's order). Every product of the session needs one, unless `action` is `decline`.
+	OutcomesIdentity *HostedOutcome `json:"outcomes[identity],omitempty"`
+
+	// OutcomesIncome How a product's check turns out: `passed` or `failed` in the report (the session
+	// completes when every product has one of these), or `error`, the check cannot be
+	// completed (the session fails, `last_error` naming the first such product in the
+	// session's order). Every product of the session needs one, unless `action` is `decline`.
+	OutcomesIncome *HostedOutcome `json:"outcomes[income],omitempty"`
+}
+
+// HostedVerificationFormAction `decline`: the applicant declines the checks; the session fails with `last_error.code` `consent_declined`, whatever the outcomes say.
+type HostedVerificationFormAction string
 
 // Metadata Your key-value pairs: at most 50 keys of 1–40 characters without `[` or `]` or control
 // characters, string values of up to 500 characters without control characters but tab,
@@ -3918,7 +4011,8 @@ type PaymentAgreementCancelledEvent struct {
 
 	// Request The API request that caused the event: its `Request-Id` and its `Idempotency-Key`
 	// (null when it had none). Both are null for a change the platform made on its own: a
-	// webhook endpoint disabled for its failing deliveries, a verification session's expiry,
+	// webhook endpoint disabled for its failing deliveries, a verification session's expiry
+	// (unless the test helper expired it: that request),
 	// a payment request's collection attempts and their outcome (`processing`, `retrying`,
 	// `succeeded`, `failed`) and their charges, a payment method declined for good
 	// (`payment_agreement.updated`), and a payment request cancelled with its agreement
@@ -3961,7 +4055,8 @@ type PaymentAgreementCreatedEvent struct {
 
 	// Request The API request that caused the event: its `Request-Id` and its `Idempotency-Key`
 	// (null when it had none). Both are null for a change the platform made on its own: a
-	// webhook endpoint disabled for its failing deliveries, a verification session's expiry,
+	// webhook endpoint disabled for its failing deliveries, a verification session's expiry
+	// (unless the test helper expired it: that request),
 	// a payment request's collection attempts and their outcome (`processing`, `retrying`,
 	// `succeeded`, `failed`) and their charges, a payment method declined for good
 	// (`payment_agreement.updated`), and a payment request cancelled with its agreement
@@ -4204,7 +4299,8 @@ type PaymentRequestCancelledEvent struct {
 
 	// Request The API request that caused the event: its `Request-Id` and its `Idempotency-Key`
 	// (null when it had none). Both are null for a change the platform made on its own: a
-	// webhook endpoint disabled for its failing deliveries, a verification session's expiry,
+	// webhook endpoint disabled for its failing deliveries, a verification session's expiry
+	// (unless the test helper expired it: that request),
 	// a payment request's collection attempts and their outcome (`processing`, `retrying`,
 	// `succeeded`, `failed`) and their charges, a payment method declined for good
 	// (`payment_agreement.updated`), and a payment request cancelled with its agreement
@@ -4245,7 +4341,8 @@ type PaymentRequestCreatedEvent struct {
 
 	// Request The API request that caused the event: its `Request-Id` and its `Idempotency-Key`
 	// (null when it had none). Both are null for a change the platform made on its own: a
-	// webhook endpoint disabled for its failing deliveries, a verification session's expiry,
+	// webhook endpoint disabled for its failing deliveries, a verification session's expiry
+	// (unless the test helper expired it: that request),
 	// a payment request's collection attempts and their outcome (`processing`, `retrying`,
 	// `succeeded`, `failed`) and their charges, a payment method declined for good
 	// (`payment_agreement.updated`), and a payment request cancelled with its agreement
@@ -4457,7 +4554,8 @@ type VerificationReportEvent struct {
 
 	// Request The API request that caused the event: its `Request-Id` and its `Idempotency-Key`
 	// (null when it had none). Both are null for a change the platform made on its own: a
-	// webhook endpoint disabled for its failing deliveries, a verification session's expiry,
+	// webhook endpoint disabled for its failing deliveries, a verification session's expiry
+	// (unless the test helper expired it: that request),
 	// a payment request's collection attempts and their outcome (`processing`, `retrying`,
 	// `succeeded`, `failed`) and their charges, a payment method declined for good
 	// (`payment_agreement.updated`), and a payment request cancelled with its agreement
@@ -4555,7 +4653,8 @@ type VerificationSessionChangedEvent struct {
 
 	// Request The API request that caused the event: its `Request-Id` and its `Idempotency-Key`
 	// (null when it had none). Both are null for a change the platform made on its own: a
-	// webhook endpoint disabled for its failing deliveries, a verification session's expiry,
+	// webhook endpoint disabled for its failing deliveries, a verification session's expiry
+	// (unless the test helper expired it: that request),
 	// a payment request's collection attempts and their outcome (`processing`, `retrying`,
 	// `succeeded`, `failed`) and their charges, a payment method declined for good
 	// (`payment_agreement.updated`), and a payment request cancelled with its agreement
@@ -4572,7 +4671,9 @@ type VerificationSessionChangedEventObject string
 type VerificationSessionChangedEventType string
 
 // VerificationSessionExpiredEvent `verification_session.expired`: the session reached `expires_at` before the applicant
-// finished (`last_error` `abandoned`). A background transition: `request` is null.
+// finished (`last_error` `abandoned`). A background transition: `request` is null, unless
+// the test helper (`POST /v1/test_helpers/verification_sessions/{id}/advance` with
+// `to: expired`) expired it, which the event names as its request.
 type VerificationSessionExpiredEvent struct {
 	// ApiVersion The API version `data.object` is rendered in; the event's own in the events API, the receiving endpoint's in a delivery.
 	ApiVersion string `json:"api_version"`
@@ -4596,12 +4697,17 @@ type VerificationSessionExpiredEvent struct {
 	// PendingWebhooks How many of its deliveries are pending; in a delivery, as it was when the event was fanned out.
 	PendingWebhooks int `json:"pending_webhooks"`
 
-	// Request Both null, always; the platform made this change on its own.
-	Request struct {
-		Id             any `json:"id"`
-		IdempotencyKey any `json:"idempotency_key"`
-	} `json:"request"`
-	Type VerificationSessionExpiredEventType `json:"type"`
+	// Request The API request that caused the event: its `Request-Id` and its `Idempotency-Key`
+	// (null when it had none). Both are null for a change the platform made on its own: a
+	// webhook endpoint disabled for its failing deliveries, a verification session's expiry
+	// (unless the test helper expired it: that request),
+	// a payment request's collection attempts and their outcome (`processing`, `retrying`,
+	// `succeeded`, `failed`) and their charges, a payment method declined for good
+	// (`payment_agreement.updated`), and a payment request cancelled with its agreement
+	// when the cancellation reaches it outside the agreement's cancel request (at its next
+	// attempt, or by the reconciler); one the cancel request reaches names that request.
+	Request EventRequest                        `json:"request"`
+	Type    VerificationSessionExpiredEventType `json:"type"`
 }
 
 // VerificationSessionExpiredEventObject defines model for VerificationSessionExpiredEvent.Object.
@@ -4850,7 +4956,8 @@ type WebhookEndpointCreatedEvent struct {
 
 	// Request The API request that caused the event: its `Request-Id` and its `Idempotency-Key`
 	// (null when it had none). Both are null for a change the platform made on its own: a
-	// webhook endpoint disabled for its failing deliveries, a verification session's expiry,
+	// webhook endpoint disabled for its failing deliveries, a verification session's expiry
+	// (unless the test helper expired it: that request),
 	// a payment request's collection attempts and their outcome (`processing`, `retrying`,
 	// `succeeded`, `failed`) and their charges, a payment method declined for good
 	// (`payment_agreement.updated`), and a payment request cancelled with its agreement
@@ -4894,7 +5001,8 @@ type WebhookEndpointDeletedEvent struct {
 
 	// Request The API request that caused the event: its `Request-Id` and its `Idempotency-Key`
 	// (null when it had none). Both are null for a change the platform made on its own: a
-	// webhook endpoint disabled for its failing deliveries, a verification session's expiry,
+	// webhook endpoint disabled for its failing deliveries, a verification session's expiry
+	// (unless the test helper expired it: that request),
 	// a payment request's collection attempts and their outcome (`processing`, `retrying`,
 	// `succeeded`, `failed`) and their charges, a payment method declined for good
 	// (`payment_agreement.updated`), and a payment request cancelled with its agreement
@@ -5019,7 +5127,8 @@ type WebhookEndpointUpdatedEvent struct {
 
 	// Request The API request that caused the event: its `Request-Id` and its `Idempotency-Key`
 	// (null when it had none). Both are null for a change the platform made on its own: a
-	// webhook endpoint disabled for its failing deliveries, a verification session's expiry,
+	// webhook endpoint disabled for its failing deliveries, a verification session's expiry
+	// (unless the test helper expired it: that request),
 	// a payment request's collection attempts and their outcome (`processing`, `retrying`,
 	// `succeeded`, `failed`) and their charges, a payment method declined for good
 	// (`payment_agreement.updated`), and a payment request cancelled with its agreement
@@ -5095,6 +5204,9 @@ type EndingBefore = string
 
 // EventID defines model for EventID.
 type EventID = string
+
+// HostedSessionID defines model for HostedSessionID.
+type HostedSessionID = string
 
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
@@ -5439,6 +5551,18 @@ type ListEventsParams struct {
 	// key and the same request gets the first answer (for 24 hours). 1–255 printable ASCII
 	// characters; a UUID is a good choice. Checked on every method, kept only for POST.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// StreamEventsParams defines parameters for StreamEvents.
+type StreamEventsParams struct {
+	// IdempotencyKey Makes a POST safe to retry: the first request with a key runs, a retry with the same
+	// key and the same request gets the first answer (for 24 hours). 1–255 printable ASCII
+	// characters; a UUID is a good choice. Checked on every method, kept only for POST.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+
+	// LastEventID The `id` of the last message received: the stream resumes after it. A value that
+	// is not such an id is 400 naming `Last-Event-ID`.
+	LastEventID *string `json:"Last-Event-ID,omitempty"`
 }
 
 // RetrieveEventParams defines parameters for RetrieveEvent.
@@ -5881,6 +6005,12 @@ type RotateWebhookEndpointSecretParams struct {
 	// key and the same request gets the first answer (for 24 hours). 1–255 printable ASCII
 	// characters; a UUID is a good choice. Checked on every method, kept only for POST.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// RetrieveHostedVerificationPageParams defines parameters for RetrieveHostedVerificationPage.
+type RetrieveHostedVerificationPageParams struct {
+	// ClientSecret The session's `client_secret`, as create and retrieve show it.
+	ClientSecret string `form:"client_secret" json:"client_secret"`
 }
 
 // ReceiveCaseFileCreatedParams defines parameters for ReceiveCaseFileCreated.
@@ -6754,6 +6884,9 @@ type UpdateWebhookEndpointJSONRequestBody = UpdateWebhookEndpointBody
 
 // RotateWebhookEndpointSecretJSONRequestBody defines body for RotateWebhookEndpointSecret for application/json ContentType.
 type RotateWebhookEndpointSecretJSONRequestBody = RotateWebhookEndpointSecretBody
+
+// SubmitHostedVerificationPageFormdataRequestBody defines body for SubmitHostedVerificationPage for application/x-www-form-urlencoded ContentType.
+type SubmitHostedVerificationPageFormdataRequestBody = HostedVerificationForm
 
 // ReceiveCaseFileCreatedJSONRequestBody defines body for ReceiveCaseFileCreated for application/json ContentType.
 type ReceiveCaseFileCreatedJSONRequestBody = CaseFileEvent
@@ -7813,6 +7946,26 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/events (the `ListEvents` operationId).
 	ListEvents(ctx context.Context, params *ListEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// StreamEvents Stream events as they happen
+	//
+	// The account's events in this mode as they are stored, as Server-Sent Events
+	// (`text/event-stream`): what `rental listen` reads. Each event is a message whose `id` is
+	// its position in the stream and whose `data` is the event as `GET /v1/events/{id}`
+	// shows it. Reconnect with the last `id` seen as `Last-Event-ID` to get every event that
+	// followed, none twice: events are kept for a listener for `WEBHOOKS_STREAM_RETENTION`
+	// (1 hour) after its last connection, at most `WEBHOOKS_STREAM_MAX_EVENTS` (10,000).
+	//
+	// The first message is `event: ready`, whose `id` is the position to resume from before
+	// any event arrives (a new stream starts after the newest event: only what comes next is
+	// sent). `event: gap` says events may be missing before it (resumed too late, or the
+	// queue's Redis lost its data): list them with `GET /v1/events`. An idle stream sends a
+	// comment line (`: heartbeat`) every `heartbeat_interval_ms` (10 s): a client that hears
+	// nothing for three intervals should reconnect. A stream ends itself after
+	// `max_duration_ms` (50 s) with `event: reconnect`; the client reconnects at once.
+	//
+	// Corresponds with GET /v1/events/stream (the `StreamEvents` operationId).
+	StreamEvents(ctx context.Context, params *StreamEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// RetrieveEvent Retrieve an event
 	//
 	// The event, in the API version it was created in, with its current `pending_webhooks`.
@@ -8429,6 +8582,69 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/webhook_endpoints/{id}/rotate_secret (the `RotateWebhookEndpointSecret` operationId).
 	RotateWebhookEndpointSecret(ctx context.Context, id WebhookEndpointID, params *RotateWebhookEndpointSecretParams, body RotateWebhookEndpointSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RetrieveHostedVerificationPage The hosted verification page
+	//
+	// The page you send an applicant to: `/verify/<session id>?client_secret=<client_secret>`
+	// on the gateway's public address. No API key: the session's `client_secret` is the only
+	// credential, and it opens this session's page only, while the session runs (`created`,
+	// `pending` or `processing`) and before its `expires_at`. A session that completed,
+	// failed, expired or was canceled opens nothing.
+	//
+	// In test mode the page lists the session's products and asks how each check turns
+	// out: `passed` or `failed` (in the report), or `error` (the check cannot be completed:
+	// the session fails, `last_error` naming it); the applicant may also decline. Showing
+	// the page changes nothing. In live mode the page says that no verification provider is
+	// connected, so nothing can be done there.
+	//
+	// Every answer is HTML with `Cache-Control: no-store`, `Referrer-Policy: no-referrer`,
+	// `X-Frame-Options: DENY` and a `Content-Security-Policy` that loads nothing (the one
+	// stylesheet is inline and allowed by its hash). Any secret that does not open the page
+	// (wrong, another session's, missing, expired, ended, unknown session) gets the same 404
+	// page. Each such 404 counts as a failed authentication of the client address, as a wrong
+	// API key does; hosted pages are limited per client address
+	// (`GATEWAY_HOSTED_RATE_LIMIT`, 120 a minute).
+	//
+	// Corresponds with GET /verify/{id} (the `RetrieveHostedVerificationPage` operationId).
+	RetrieveHostedVerificationPage(ctx context.Context, id HostedSessionID, params *RetrieveHostedVerificationPageParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SubmitHostedVerificationPageWithBody Submit the hosted verification page
+	//
+	// The page's form (test mode): the session moves from where it stands to its outcome in
+	// one write, along the edges the test helper takes, raising the same events
+	// (`verification_session.pending`, `.processing`, then `verification_report.created`
+	// and `verification_session.completed`, or `verification_session.failed`), which name
+	// this request. Every product left without an outcome is 422 with the page again, each
+	// error beside its field and in a summary at the top. Then the applicant is sent to the
+	// session's `redirect_url` (303), or, without one, shown that the results were recorded.
+	//
+	// The `client_secret` is read from the body only (a secret in the query of a POST opens
+	// nothing); it is also what makes the form safe from cross-site requests, since no other
+	// site can know it. A live-mode session is 409 with its page, unchanged.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /verify/{id} (the `SubmitHostedVerificationPage` operationId).
+	SubmitHostedVerificationPageWithBody(ctx context.Context, id HostedSessionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SubmitHostedVerificationPageWithFormdataBody Submit the hosted verification page
+	//
+	// The page's form (test mode): the session moves from where it stands to its outcome in
+	// one write, along the edges the test helper takes, raising the same events
+	// (`verification_session.pending`, `.processing`, then `verification_report.created`
+	// and `verification_session.completed`, or `verification_session.failed`), which name
+	// this request. Every product left without an outcome is 422 with the page again, each
+	// error beside its field and in a summary at the top. Then the applicant is sent to the
+	// session's `redirect_url` (303), or, without one, shown that the results were recorded.
+	//
+	// The `client_secret` is read from the body only (a secret in the query of a POST opens
+	// nothing); it is also what makes the form safe from cross-site requests, since no other
+	// site can know it. A live-mode session is 409 with its page, unchanged.
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type.
+	//
+	// Corresponds with POST /verify/{id} (the `SubmitHostedVerificationPage` operationId).
+	SubmitHostedVerificationPageWithFormdataBody(ctx context.Context, id HostedSessionID, body SubmitHostedVerificationPageFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // RetrieveReferencePage The API reference page
@@ -8895,6 +9111,36 @@ func (c *Client) ListEventTypes(ctx context.Context, params *ListEventTypesParam
 // Corresponds with GET /v1/events (the `ListEvents` operationId).
 func (c *Client) ListEvents(ctx context.Context, params *ListEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListEventsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StreamEvents Stream events as they happen
+//
+// The account's events in this mode as they are stored, as Server-Sent Events
+// (`text/event-stream`): what `rental listen` reads. Each event is a message whose `id` is
+// its position in the stream and whose `data` is the event as `GET /v1/events/{id}`
+// shows it. Reconnect with the last `id` seen as `Last-Event-ID` to get every event that
+// followed, none twice: events are kept for a listener for `WEBHOOKS_STREAM_RETENTION`
+// (1 hour) after its last connection, at most `WEBHOOKS_STREAM_MAX_EVENTS` (10,000).
+//
+// The first message is `event: ready`, whose `id` is the position to resume from before
+// any event arrives (a new stream starts after the newest event: only what comes next is
+// sent). `event: gap` says events may be missing before it (resumed too late, or the
+// queue's Redis lost its data): list them with `GET /v1/events`. An idle stream sends a
+// comment line (`: heartbeat`) every `heartbeat_interval_ms` (10 s): a client that hears
+// nothing for three intervals should reconnect. A stream ends itself after
+// `max_duration_ms` (50 s) with `event: reconnect`; the client reconnects at once.
+//
+// Corresponds with GET /v1/events/stream (the `StreamEvents` operationId).
+func (c *Client) StreamEvents(ctx context.Context, params *StreamEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStreamEventsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -9942,6 +10188,99 @@ func (c *Client) RotateWebhookEndpointSecretWithBody(ctx context.Context, id Web
 // Corresponds with POST /v1/webhook_endpoints/{id}/rotate_secret (the `RotateWebhookEndpointSecret` operationId).
 func (c *Client) RotateWebhookEndpointSecret(ctx context.Context, id WebhookEndpointID, params *RotateWebhookEndpointSecretParams, body RotateWebhookEndpointSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRotateWebhookEndpointSecretRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RetrieveHostedVerificationPage The hosted verification page
+//
+// The page you send an applicant to: `/verify/<session id>?client_secret=<client_secret>`
+// on the gateway's public address. No API key: the session's `client_secret` is the only
+// credential, and it opens this session's page only, while the session runs (`created`,
+// `pending` or `processing`) and before its `expires_at`. A session that completed,
+// failed, expired or was canceled opens nothing.
+//
+// In test mode the page lists the session's products and asks how each check turns
+// out: `passed` or `failed` (in the report), or `error` (the check cannot be completed:
+// the session fails, `last_error` naming it); the applicant may also decline. Showing
+// the page changes nothing. In live mode the page says that no verification provider is
+// connected, so nothing can be done there.
+//
+// Every answer is HTML with `Cache-Control: no-store`, `Referrer-Policy: no-referrer`,
+// `X-Frame-Options: DENY` and a `Content-Security-Policy` that loads nothing (the one
+// stylesheet is inline and allowed by its hash). Any secret that does not open the page
+// (wrong, another session's, missing, expired, ended, unknown session) gets the same 404
+// page. Each such 404 counts as a failed authentication of the client address, as a wrong
+// API key does; hosted pages are limited per client address
+// (`GATEWAY_HOSTED_RATE_LIMIT`, 120 a minute).
+//
+// Corresponds with GET /verify/{id} (the `RetrieveHostedVerificationPage` operationId).
+func (c *Client) RetrieveHostedVerificationPage(ctx context.Context, id HostedSessionID, params *RetrieveHostedVerificationPageParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRetrieveHostedVerificationPageRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SubmitHostedVerificationPageWithBody Submit the hosted verification page
+//
+// The page's form (test mode): the session moves from where it stands to its outcome in
+// one write, along the edges the test helper takes, raising the same events
+// (`verification_session.pending`, `.processing`, then `verification_report.created`
+// and `verification_session.completed`, or `verification_session.failed`), which name
+// this request. Every product left without an outcome is 422 with the page again, each
+// error beside its field and in a summary at the top. Then the applicant is sent to the
+// session's `redirect_url` (303), or, without one, shown that the results were recorded.
+//
+// The `client_secret` is read from the body only (a secret in the query of a POST opens
+// nothing); it is also what makes the form safe from cross-site requests, since no other
+// site can know it. A live-mode session is 409 with its page, unchanged.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /verify/{id} (the `SubmitHostedVerificationPage` operationId).
+func (c *Client) SubmitHostedVerificationPageWithBody(ctx context.Context, id HostedSessionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSubmitHostedVerificationPageRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SubmitHostedVerificationPageWithFormdataBody Submit the hosted verification page
+//
+// The page's form (test mode): the session moves from where it stands to its outcome in
+// one write, along the edges the test helper takes, raising the same events
+// (`verification_session.pending`, `.processing`, then `verification_report.created`
+// and `verification_session.completed`, or `verification_session.failed`), which name
+// this request. Every product left without an outcome is 422 with the page again, each
+// error beside its field and in a summary at the top. Then the applicant is sent to the
+// session's `redirect_url` (303), or, without one, shown that the results were recorded.
+//
+// The `client_secret` is read from the body only (a secret in the query of a POST opens
+// nothing); it is also what makes the form safe from cross-site requests, since no other
+// site can know it. A live-mode session is 409 with its page, unchanged.
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type.
+//
+// Corresponds with POST /verify/{id} (the `SubmitHostedVerificationPage` operationId).
+func (c *Client) SubmitHostedVerificationPageWithFormdataBody(ctx context.Context, id HostedSessionID, body SubmitHostedVerificationPageFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSubmitHostedVerificationPageRequestWithFormdataBody(c.Server, id, body)
 	if err != nil {
 		return nil, err
 	}
@@ -11232,6 +11571,59 @@ func NewListEventsRequest(server string, params *ListEventsParams) (*http.Reques
 			}
 
 			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewStreamEventsRequest constructs an http.Request for the StreamEvents method
+func NewStreamEventsRequest(server string, params *StreamEventsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/events/stream")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+		if params.LastEventID != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Last-Event-ID", *params.LastEventID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Last-Event-ID", headerParam1)
 		}
 
 	}
@@ -13290,6 +13682,110 @@ func NewRotateWebhookEndpointSecretRequestWithBody(server string, id WebhookEndp
 	return req, nil
 }
 
+// NewRetrieveHostedVerificationPageRequest constructs an http.Request for the RetrieveHostedVerificationPage method
+func NewRetrieveHostedVerificationPageRequest(server string, id HostedSessionID, params *RetrieveHostedVerificationPageParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/verify/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "client_secret", params.ClientSecret, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewSubmitHostedVerificationPageRequestWithFormdataBody calls the generic SubmitHostedVerificationPage builder with application/x-www-form-urlencoded body
+func NewSubmitHostedVerificationPageRequestWithFormdataBody(server string, id HostedSessionID, body SubmitHostedVerificationPageFormdataRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	bodyStr, err := runtime.MarshalForm(body, nil)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = strings.NewReader(bodyStr.Encode())
+	return NewSubmitHostedVerificationPageRequestWithBody(server, id, "application/x-www-form-urlencoded", bodyReader)
+}
+
+// NewSubmitHostedVerificationPageRequestWithBody constructs an http.Request for the SubmitHostedVerificationPage method, with any body, and a specified content type
+func NewSubmitHostedVerificationPageRequestWithBody(server string, id HostedSessionID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/verify/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
@@ -13609,6 +14105,28 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/events (the `ListEvents` operationId).
 	ListEventsWithResponse(ctx context.Context, params *ListEventsParams, reqEditors ...RequestEditorFn) (*ListEventsResponse, error)
+
+	// StreamEventsWithResponse Stream events as they happen
+	//
+	// The account's events in this mode as they are stored, as Server-Sent Events
+	// (`text/event-stream`): what `rental listen` reads. Each event is a message whose `id` is
+	// its position in the stream and whose `data` is the event as `GET /v1/events/{id}`
+	// shows it. Reconnect with the last `id` seen as `Last-Event-ID` to get every event that
+	// followed, none twice: events are kept for a listener for `WEBHOOKS_STREAM_RETENTION`
+	// (1 hour) after its last connection, at most `WEBHOOKS_STREAM_MAX_EVENTS` (10,000).
+	//
+	// The first message is `event: ready`, whose `id` is the position to resume from before
+	// any event arrives (a new stream starts after the newest event: only what comes next is
+	// sent). `event: gap` says events may be missing before it (resumed too late, or the
+	// queue's Redis lost its data): list them with `GET /v1/events`. An idle stream sends a
+	// comment line (`: heartbeat`) every `heartbeat_interval_ms` (10 s): a client that hears
+	// nothing for three intervals should reconnect. A stream ends itself after
+	// `max_duration_ms` (50 s) with `event: reconnect`; the client reconnects at once.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/events/stream (the `StreamEvents` operationId).
+	StreamEventsWithResponse(ctx context.Context, params *StreamEventsParams, reqEditors ...RequestEditorFn) (*StreamEventsResponse, error)
 
 	// RetrieveEventWithResponse Retrieve an event
 	//
@@ -14256,6 +14774,71 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/webhook_endpoints/{id}/rotate_secret (the `RotateWebhookEndpointSecret` operationId).
 	RotateWebhookEndpointSecretWithResponse(ctx context.Context, id WebhookEndpointID, params *RotateWebhookEndpointSecretParams, body RotateWebhookEndpointSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*RotateWebhookEndpointSecretResponse, error)
+
+	// RetrieveHostedVerificationPageWithResponse The hosted verification page
+	//
+	// The page you send an applicant to: `/verify/<session id>?client_secret=<client_secret>`
+	// on the gateway's public address. No API key: the session's `client_secret` is the only
+	// credential, and it opens this session's page only, while the session runs (`created`,
+	// `pending` or `processing`) and before its `expires_at`. A session that completed,
+	// failed, expired or was canceled opens nothing.
+	//
+	// In test mode the page lists the session's products and asks how each check turns
+	// out: `passed` or `failed` (in the report), or `error` (the check cannot be completed:
+	// the session fails, `last_error` naming it); the applicant may also decline. Showing
+	// the page changes nothing. In live mode the page says that no verification provider is
+	// connected, so nothing can be done there.
+	//
+	// Every answer is HTML with `Cache-Control: no-store`, `Referrer-Policy: no-referrer`,
+	// `X-Frame-Options: DENY` and a `Content-Security-Policy` that loads nothing (the one
+	// stylesheet is inline and allowed by its hash). Any secret that does not open the page
+	// (wrong, another session's, missing, expired, ended, unknown session) gets the same 404
+	// page. Each such 404 counts as a failed authentication of the client address, as a wrong
+	// API key does; hosted pages are limited per client address
+	// (`GATEWAY_HOSTED_RATE_LIMIT`, 120 a minute).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /verify/{id} (the `RetrieveHostedVerificationPage` operationId).
+	RetrieveHostedVerificationPageWithResponse(ctx context.Context, id HostedSessionID, params *RetrieveHostedVerificationPageParams, reqEditors ...RequestEditorFn) (*RetrieveHostedVerificationPageResponse, error)
+
+	// SubmitHostedVerificationPageWithBodyWithResponse Submit the hosted verification page
+	//
+	// The page's form (test mode): the session moves from where it stands to its outcome in
+	// one write, along the edges the test helper takes, raising the same events
+	// (`verification_session.pending`, `.processing`, then `verification_report.created`
+	// and `verification_session.completed`, or `verification_session.failed`), which name
+	// this request. Every product left without an outcome is 422 with the page again, each
+	// error beside its field and in a summary at the top. Then the applicant is sent to the
+	// session's `redirect_url` (303), or, without one, shown that the results were recorded.
+	//
+	// The `client_secret` is read from the body only (a secret in the query of a POST opens
+	// nothing); it is also what makes the form safe from cross-site requests, since no other
+	// site can know it. A live-mode session is 409 with its page, unchanged.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /verify/{id} (the `SubmitHostedVerificationPage` operationId).
+	SubmitHostedVerificationPageWithBodyWithResponse(ctx context.Context, id HostedSessionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SubmitHostedVerificationPageResponse, error)
+
+	// SubmitHostedVerificationPageWithFormdataBodyWithResponse Submit the hosted verification page
+	//
+	// The page's form (test mode): the session moves from where it stands to its outcome in
+	// one write, along the edges the test helper takes, raising the same events
+	// (`verification_session.pending`, `.processing`, then `verification_report.created`
+	// and `verification_session.completed`, or `verification_session.failed`), which name
+	// this request. Every product left without an outcome is 422 with the page again, each
+	// error beside its field and in a summary at the top. Then the applicant is sent to the
+	// session's `redirect_url` (303), or, without one, shown that the results were recorded.
+	//
+	// The `client_secret` is read from the body only (a secret in the query of a POST opens
+	// nothing); it is also what makes the form safe from cross-site requests, since no other
+	// site can know it. A live-mode session is 409 with its page, unchanged.
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /verify/{id} (the `SubmitHostedVerificationPage` operationId).
+	SubmitHostedVerificationPageWithFormdataBodyWithResponse(ctx context.Context, id HostedSessionID, body SubmitHostedVerificationPageFormdataRequestBody, reqEditors ...RequestEditorFn) (*SubmitHostedVerificationPageResponse, error)
 }
 
 // RetrieveReferencePageResponse200Headers the declared response headers of an HTTP 200 response for RetrieveReferencePage
@@ -17877,6 +18460,205 @@ func (r ListEventsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ListEventsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// StreamEventsResponse200Headers the declared response headers of an HTTP 200 response for StreamEvents
+type StreamEventsResponse200Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RequestId          string
+	Traceparent        *string
+	Tracestate         *string
+	XAccelBuffering    *string
+}
+
+// StreamEventsResponse400Headers the declared response headers of an HTTP 400 response for StreamEvents
+type StreamEventsResponse400Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RequestId          string
+	Traceparent        *string
+	Tracestate         *string
+}
+
+// StreamEventsResponse401Headers the declared response headers of an HTTP 401 response for StreamEvents
+type StreamEventsResponse401Headers struct {
+	RequestId       string
+	Traceparent     *string
+	Tracestate      *string
+	WWWAuthenticate string
+}
+
+// StreamEventsResponse403Headers the declared response headers of an HTTP 403 response for StreamEvents
+type StreamEventsResponse403Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RequestId          string
+	Traceparent        *string
+	Tracestate         *string
+}
+
+// StreamEventsResponse429Headers the declared response headers of an HTTP 429 response for StreamEvents
+type StreamEventsResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RequestId          string
+	RetryAfter         int
+	Traceparent        *string
+	Tracestate         *string
+}
+
+// StreamEventsResponse500Headers the declared response headers of an HTTP 500 response for StreamEvents
+type StreamEventsResponse500Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RequestId          string
+	Traceparent        *string
+	Tracestate         *string
+}
+
+// StreamEventsResponse502Headers the declared response headers of an HTTP 502 response for StreamEvents
+type StreamEventsResponse502Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RequestId          string
+	Traceparent        *string
+	Tracestate         *string
+}
+
+// StreamEventsResponse503Headers the declared response headers of an HTTP 503 response for StreamEvents
+type StreamEventsResponse503Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RequestId          string
+	RetryAfter         *int
+	Traceparent        *string
+	Tracestate         *string
+}
+
+// StreamEventsResponse504Headers the declared response headers of an HTTP 504 response for StreamEvents
+type StreamEventsResponse504Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RequestId          string
+	Traceparent        *string
+	Tracestate         *string
+}
+
+type StreamEventsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON502 the response for an HTTP 502 `application/json` response
+	JSON502 *BadGateway
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *GatewayTimeout
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *StreamEventsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *StreamEventsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *StreamEventsResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *StreamEventsResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *StreamEventsResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *StreamEventsResponse500Headers
+	// Headers502 the parsed response headers for an HTTP 502 response
+	Headers502 *StreamEventsResponse502Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *StreamEventsResponse503Headers
+	// Headers504 the parsed response headers for an HTTP 504 response
+	Headers504 *StreamEventsResponse504Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r StreamEventsResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r StreamEventsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r StreamEventsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r StreamEventsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r StreamEventsResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON502 returns the response for an HTTP 502 `application/json` response
+func (r StreamEventsResponse) GetJSON502() *BadGateway {
+	return r.JSON502
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r StreamEventsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r StreamEventsResponse) GetJSON504() *GatewayTimeout {
+	return r.JSON504
+}
+
+// GetBody returns the raw response body bytes
+func (r StreamEventsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r StreamEventsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r StreamEventsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r StreamEventsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -24968,6 +25750,324 @@ func (r RotateWebhookEndpointSecretResponse) ContentType() string {
 	return ""
 }
 
+// RetrieveHostedVerificationPageResponse200Headers the declared response headers of an HTTP 200 response for RetrieveHostedVerificationPage
+type RetrieveHostedVerificationPageResponse200Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// RetrieveHostedVerificationPageResponse404Headers the declared response headers of an HTTP 404 response for RetrieveHostedVerificationPage
+type RetrieveHostedVerificationPageResponse404Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// RetrieveHostedVerificationPageResponse429Headers the declared response headers of an HTTP 429 response for RetrieveHostedVerificationPage
+type RetrieveHostedVerificationPageResponse429Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	RetryAfter            int
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// RetrieveHostedVerificationPageResponse500Headers the declared response headers of an HTTP 500 response for RetrieveHostedVerificationPage
+type RetrieveHostedVerificationPageResponse500Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// RetrieveHostedVerificationPageResponse502Headers the declared response headers of an HTTP 502 response for RetrieveHostedVerificationPage
+type RetrieveHostedVerificationPageResponse502Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// RetrieveHostedVerificationPageResponse503Headers the declared response headers of an HTTP 503 response for RetrieveHostedVerificationPage
+type RetrieveHostedVerificationPageResponse503Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// RetrieveHostedVerificationPageResponse504Headers the declared response headers of an HTTP 504 response for RetrieveHostedVerificationPage
+type RetrieveHostedVerificationPageResponse504Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+type RetrieveHostedVerificationPageResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *RetrieveHostedVerificationPageResponse200Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *RetrieveHostedVerificationPageResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RetrieveHostedVerificationPageResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *RetrieveHostedVerificationPageResponse500Headers
+	// Headers502 the parsed response headers for an HTTP 502 response
+	Headers502 *RetrieveHostedVerificationPageResponse502Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RetrieveHostedVerificationPageResponse503Headers
+	// Headers504 the parsed response headers for an HTTP 504 response
+	Headers504 *RetrieveHostedVerificationPageResponse504Headers
+}
+
+// GetBody returns the raw response body bytes
+func (r RetrieveHostedVerificationPageResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RetrieveHostedVerificationPageResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RetrieveHostedVerificationPageResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RetrieveHostedVerificationPageResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SubmitHostedVerificationPageResponse200Headers the declared response headers of an HTTP 200 response for SubmitHostedVerificationPage
+type SubmitHostedVerificationPageResponse200Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// SubmitHostedVerificationPageResponse303Headers the declared response headers of an HTTP 303 response for SubmitHostedVerificationPage
+type SubmitHostedVerificationPageResponse303Headers struct {
+	ContentSecurityPolicy string
+	Location              string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// SubmitHostedVerificationPageResponse404Headers the declared response headers of an HTTP 404 response for SubmitHostedVerificationPage
+type SubmitHostedVerificationPageResponse404Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// SubmitHostedVerificationPageResponse409Headers the declared response headers of an HTTP 409 response for SubmitHostedVerificationPage
+type SubmitHostedVerificationPageResponse409Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// SubmitHostedVerificationPageResponse413Headers the declared response headers of an HTTP 413 response for SubmitHostedVerificationPage
+type SubmitHostedVerificationPageResponse413Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// SubmitHostedVerificationPageResponse415Headers the declared response headers of an HTTP 415 response for SubmitHostedVerificationPage
+type SubmitHostedVerificationPageResponse415Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// SubmitHostedVerificationPageResponse422Headers the declared response headers of an HTTP 422 response for SubmitHostedVerificationPage
+type SubmitHostedVerificationPageResponse422Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// SubmitHostedVerificationPageResponse429Headers the declared response headers of an HTTP 429 response for SubmitHostedVerificationPage
+type SubmitHostedVerificationPageResponse429Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	RetryAfter            int
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// SubmitHostedVerificationPageResponse500Headers the declared response headers of an HTTP 500 response for SubmitHostedVerificationPage
+type SubmitHostedVerificationPageResponse500Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// SubmitHostedVerificationPageResponse502Headers the declared response headers of an HTTP 502 response for SubmitHostedVerificationPage
+type SubmitHostedVerificationPageResponse502Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// SubmitHostedVerificationPageResponse503Headers the declared response headers of an HTTP 503 response for SubmitHostedVerificationPage
+type SubmitHostedVerificationPageResponse503Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// SubmitHostedVerificationPageResponse504Headers the declared response headers of an HTTP 504 response for SubmitHostedVerificationPage
+type SubmitHostedVerificationPageResponse504Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+type SubmitHostedVerificationPageResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *SubmitHostedVerificationPageResponse200Headers
+	// Headers303 the parsed response headers for an HTTP 303 response
+	Headers303 *SubmitHostedVerificationPageResponse303Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *SubmitHostedVerificationPageResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *SubmitHostedVerificationPageResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *SubmitHostedVerificationPageResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *SubmitHostedVerificationPageResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *SubmitHostedVerificationPageResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SubmitHostedVerificationPageResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *SubmitHostedVerificationPageResponse500Headers
+	// Headers502 the parsed response headers for an HTTP 502 response
+	Headers502 *SubmitHostedVerificationPageResponse502Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SubmitHostedVerificationPageResponse503Headers
+	// Headers504 the parsed response headers for an HTTP 504 response
+	Headers504 *SubmitHostedVerificationPageResponse504Headers
+}
+
+// GetBody returns the raw response body bytes
+func (r SubmitHostedVerificationPageResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SubmitHostedVerificationPageResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SubmitHostedVerificationPageResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SubmitHostedVerificationPageResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // RetrieveReferencePageWithResponse The API reference page
 //
 // This document rendered as one self-contained HTML page (no external assets). No key needed; cacheable like the document.
@@ -25374,6 +26474,34 @@ func (c *ClientWithResponses) ListEventsWithResponse(ctx context.Context, params
 		return nil, err
 	}
 	return ParseListEventsResponse(rsp)
+}
+
+// StreamEventsWithResponse Stream events as they happen
+//
+// The account's events in this mode as they are stored, as Server-Sent Events
+// (`text/event-stream`): what `rental listen` reads. Each event is a message whose `id` is
+// its position in the stream and whose `data` is the event as `GET /v1/events/{id}`
+// shows it. Reconnect with the last `id` seen as `Last-Event-ID` to get every event that
+// followed, none twice: events are kept for a listener for `WEBHOOKS_STREAM_RETENTION`
+// (1 hour) after its last connection, at most `WEBHOOKS_STREAM_MAX_EVENTS` (10,000).
+//
+// The first message is `event: ready`, whose `id` is the position to resume from before
+// any event arrives (a new stream starts after the newest event: only what comes next is
+// sent). `event: gap` says events may be missing before it (resumed too late, or the
+// queue's Redis lost its data): list them with `GET /v1/events`. An idle stream sends a
+// comment line (`: heartbeat`) every `heartbeat_interval_ms` (10 s): a client that hears
+// nothing for three intervals should reconnect. A stream ends itself after
+// `max_duration_ms` (50 s) with `event: reconnect`; the client reconnects at once.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/events/stream (the `StreamEvents` operationId).
+func (c *ClientWithResponses) StreamEventsWithResponse(ctx context.Context, params *StreamEventsParams, reqEditors ...RequestEditorFn) (*StreamEventsResponse, error) {
+	rsp, err := c.StreamEvents(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStreamEventsResponse(rsp)
 }
 
 // RetrieveEventWithResponse Retrieve an event
@@ -26279,6 +27407,89 @@ func (c *ClientWithResponses) RotateWebhookEndpointSecretWithResponse(ctx contex
 		return nil, err
 	}
 	return ParseRotateWebhookEndpointSecretResponse(rsp)
+}
+
+// RetrieveHostedVerificationPageWithResponse The hosted verification page
+//
+// The page you send an applicant to: `/verify/<session id>?client_secret=<client_secret>`
+// on the gateway's public address. No API key: the session's `client_secret` is the only
+// credential, and it opens this session's page only, while the session runs (`created`,
+// `pending` or `processing`) and before its `expires_at`. A session that completed,
+// failed, expired or was canceled opens nothing.
+//
+// In test mode the page lists the session's products and asks how each check turns
+// out: `passed` or `failed` (in the report), or `error` (the check cannot be completed:
+// the session fails, `last_error` naming it); the applicant may also decline. Showing
+// the page changes nothing. In live mode the page says that no verification provider is
+// connected, so nothing can be done there.
+//
+// Every answer is HTML with `Cache-Control: no-store`, `Referrer-Policy: no-referrer`,
+// `X-Frame-Options: DENY` and a `Content-Security-Policy` that loads nothing (the one
+// stylesheet is inline and allowed by its hash). Any secret that does not open the page
+// (wrong, another session's, missing, expired, ended, unknown session) gets the same 404
+// page. Each such 404 counts as a failed authentication of the client address, as a wrong
+// API key does; hosted pages are limited per client address
+// (`GATEWAY_HOSTED_RATE_LIMIT`, 120 a minute).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /verify/{id} (the `RetrieveHostedVerificationPage` operationId).
+func (c *ClientWithResponses) RetrieveHostedVerificationPageWithResponse(ctx context.Context, id HostedSessionID, params *RetrieveHostedVerificationPageParams, reqEditors ...RequestEditorFn) (*RetrieveHostedVerificationPageResponse, error) {
+	rsp, err := c.RetrieveHostedVerificationPage(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRetrieveHostedVerificationPageResponse(rsp)
+}
+
+// SubmitHostedVerificationPageWithBodyWithResponse Submit the hosted verification page
+//
+// The page's form (test mode): the session moves from where it stands to its outcome in
+// one write, along the edges the test helper takes, raising the same events
+// (`verification_session.pending`, `.processing`, then `verification_report.created`
+// and `verification_session.completed`, or `verification_session.failed`), which name
+// this request. Every product left without an outcome is 422 with the page again, each
+// error beside its field and in a summary at the top. Then the applicant is sent to the
+// session's `redirect_url` (303), or, without one, shown that the results were recorded.
+//
+// The `client_secret` is read from the body only (a secret in the query of a POST opens
+// nothing); it is also what makes the form safe from cross-site requests, since no other
+// site can know it. A live-mode session is 409 with its page, unchanged.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /verify/{id} (the `SubmitHostedVerificationPage` operationId).
+func (c *ClientWithResponses) SubmitHostedVerificationPageWithBodyWithResponse(ctx context.Context, id HostedSessionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SubmitHostedVerificationPageResponse, error) {
+	rsp, err := c.SubmitHostedVerificationPageWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSubmitHostedVerificationPageResponse(rsp)
+}
+
+// SubmitHostedVerificationPageWithFormdataBodyWithResponse Submit the hosted verification page
+//
+// The page's form (test mode): the session moves from where it stands to its outcome in
+// one write, along the edges the test helper takes, raising the same events
+// (`verification_session.pending`, `.processing`, then `verification_report.created`
+// and `verification_session.completed`, or `verification_session.failed`), which name
+// this request. Every product left without an outcome is 422 with the page again, each
+// error beside its field and in a summary at the top. Then the applicant is sent to the
+// session's `redirect_url` (303), or, without one, shown that the results were recorded.
+//
+// The `client_secret` is read from the body only (a secret in the query of a POST opens
+// nothing); it is also what makes the form safe from cross-site requests, since no other
+// site can know it. A live-mode session is 409 with its page, unchanged.
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /verify/{id} (the `SubmitHostedVerificationPage` operationId).
+func (c *ClientWithResponses) SubmitHostedVerificationPageWithFormdataBodyWithResponse(ctx context.Context, id HostedSessionID, body SubmitHostedVerificationPageFormdataRequestBody, reqEditors ...RequestEditorFn) (*SubmitHostedVerificationPageResponse, error) {
+	rsp, err := c.SubmitHostedVerificationPageWithFormdataBody(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSubmitHostedVerificationPageResponse(rsp)
 }
 
 // ParseRetrieveReferencePageResponse parses an HTTP response from a RetrieveReferencePageWithResponse call
@@ -35154,6 +36365,496 @@ func ParseListEventsResponse(rsp *http.Response) (*ListEventsResponse, error) {
 		response.Headers503 = &headers
 	case rsp.StatusCode == 504:
 		var headers ListEventsResponse504Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		response.Headers504 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseStreamEventsResponse parses an HTTP response from a StreamEventsWithResponse call
+func ParseStreamEventsResponse(rsp *http.Response) (*StreamEventsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &StreamEventsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 502:
+		var dest BadGateway
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON502 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest GatewayTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers StreamEventsResponse200Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Accel-Buffering"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Accel-Buffering", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XAccelBuffering = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers StreamEventsResponse400Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers StreamEventsResponse401Headers
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers StreamEventsResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers StreamEventsResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers StreamEventsResponse500Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 502:
+		var headers StreamEventsResponse502Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		response.Headers502 = &headers
+	case rsp.StatusCode == 503:
+		var headers StreamEventsResponse503Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		response.Headers503 = &headers
+	case rsp.StatusCode == 504:
+		var headers StreamEventsResponse504Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -52975,6 +54676,1053 @@ func ParseRotateWebhookEndpointSecretResponse(rsp *http.Response) (*RotateWebhoo
 				return nil, err
 			}
 			headers.Tracestate = &value
+		}
+		response.Headers504 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRetrieveHostedVerificationPageResponse parses an HTTP response from a RetrieveHostedVerificationPageWithResponse call
+func ParseRetrieveHostedVerificationPageResponse(rsp *http.Response) (*RetrieveHostedVerificationPageResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RetrieveHostedVerificationPageResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers RetrieveHostedVerificationPageResponse200Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 404:
+		var headers RetrieveHostedVerificationPageResponse404Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers RetrieveHostedVerificationPageResponse429Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers RetrieveHostedVerificationPageResponse500Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 502:
+		var headers RetrieveHostedVerificationPageResponse502Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers502 = &headers
+	case rsp.StatusCode == 503:
+		var headers RetrieveHostedVerificationPageResponse503Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers503 = &headers
+	case rsp.StatusCode == 504:
+		var headers RetrieveHostedVerificationPageResponse504Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers504 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSubmitHostedVerificationPageResponse parses an HTTP response from a SubmitHostedVerificationPageWithResponse call
+func ParseSubmitHostedVerificationPageResponse(rsp *http.Response) (*SubmitHostedVerificationPageResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SubmitHostedVerificationPageResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers SubmitHostedVerificationPageResponse200Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 303:
+		var headers SubmitHostedVerificationPageResponse303Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers303 = &headers
+	case rsp.StatusCode == 404:
+		var headers SubmitHostedVerificationPageResponse404Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers SubmitHostedVerificationPageResponse409Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers SubmitHostedVerificationPageResponse413Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers SubmitHostedVerificationPageResponse415Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers SubmitHostedVerificationPageResponse422Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers SubmitHostedVerificationPageResponse429Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers SubmitHostedVerificationPageResponse500Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 502:
+		var headers SubmitHostedVerificationPageResponse502Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers502 = &headers
+	case rsp.StatusCode == 503:
+		var headers SubmitHostedVerificationPageResponse503Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers503 = &headers
+	case rsp.StatusCode == 504:
+		var headers SubmitHostedVerificationPageResponse504Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
 		}
 		response.Headers504 = &headers
 	}

@@ -38,6 +38,12 @@ type Config struct {
 	// Signer, when set, makes every route except /healthz and /readyz require a valid gateway
 	// identity (401 otherwise).
 	Signer *identity.Signer
+	// HostedPages are the path prefixes ("/verify/") of the service's hosted pages: pages the
+	// gateway serves to a browser without an API key, signed with the hosted-page identity
+	// (identity.HostedAccount). A path under one of them requires that identity, and every
+	// other path refuses it (401, as an invalid identity), so a hosted-page request never
+	// reaches an API route and an API caller never reaches a hosted page. Only with Signer.
+	HostedPages []string
 	// BodyLimit is the largest request body accepted (413 above it); 0 means 1 MiB.
 	BodyLimit int
 	// TracerProvider and Propagator instrument requests; nil leaves them untraced.
@@ -130,7 +136,7 @@ func New(cfg Config) *fiber.App {
 	}
 	// Before the identity check, so a request refused by it is logged and measured too.
 	app.Use(accessLog(log, metrics))
-	app.Use(identify(cfg.Signer, cfg.RequestIDs, log))
+	app.Use(identify(cfg.Signer, cfg.HostedPages, cfg.RequestIDs, log))
 	return app
 }
 
@@ -148,13 +154,21 @@ func recoverPanics(log *slog.Logger) fiber.Handler {
 	}
 }
 
+// errHostedMismatch is a valid identity on the wrong kind of path: a hosted-page identity
+// outside the hosted pages, or an API caller's on one (Config.HostedPages).
+var errHostedMismatch = errors.New("identity not accepted on this path (hosted page or API)")
+
 // identify gives every request its identity and request id: with signer, the gateway's signed
-// identity, required on every route but the health checks (401 otherwise); without, an id of
-// requestIDs' when set (the gateway's own requests). Every answer names the request id.
-func identify(signer *identity.Signer, requestIDs *ids.Generator, log *slog.Logger) fiber.Handler {
+// identity, required on every route but the health checks (401 otherwise), and the hosted-page
+// identity on hostedPages' paths only; without, an id of requestIDs' when set (the gateway's own
+// requests). Every answer names the request id.
+func identify(signer *identity.Signer, hostedPages []string, requestIDs *ids.Generator, log *slog.Logger) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		if signer != nil && !isHealth(c) {
 			id, err := signer.Verify(func(k string) string { return strings.Clone(c.Get(k)) }, c.Method(), c.Path())
+			if err == nil && id.Hosted() != isHostedPage(c.Path(), hostedPages) {
+				err = errHostedMismatch
+			}
 			if err != nil {
 				log.WarnContext(c.UserContext(), "request without a valid gateway identity", "error", err.Error(), "path", c.Path(), "remote", c.IP())
 				c.Locals(requestKey, &requestInfo{requestID: strings.Clone(c.Get(identity.HeaderRequestID))})
@@ -217,6 +231,16 @@ func streamedBodies(stream func(*fiber.Ctx) bool, limit int) fiber.Handler {
 		req.SetBodyRaw(body)
 		return c.Next()
 	}
+}
+
+// isHostedPage reports whether path is under one of the hosted pages' prefixes.
+func isHostedPage(path string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(path, p) {
+			return true
+		}
+	}
+	return false
 }
 
 func isHealth(c *fiber.Ctx) bool {

@@ -42,6 +42,18 @@ type Identity struct {
 	IdempotencyKey string // empty when the client sent none
 }
 
+// HostedAccount is the Account of a hosted-page request: a page the gateway serves to a person
+// in a browser without an API key (an applicant's verification page, /verify/…), whose own
+// credential the service checks (the session's client secret). The gateway still signs it, so
+// a service keeps refusing whatever did not come through the gateway. It can never be an
+// account (those are "acct_" and letters or digits): nothing scoped to an account is found for
+// it, and a service accepts it only on the paths it declared as hosted pages, and accepts no
+// other identity there (fiberx.Config.HostedPages).
+const HostedAccount = "hosted-page"
+
+// Hosted reports whether the identity is a hosted-page request's (HostedAccount).
+func (id Identity) Hosted() bool { return id.Account == HostedAccount }
+
 // Errors returned by Verify.
 var (
 	ErrMissing   = errors.New("identity headers missing")

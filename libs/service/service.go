@@ -163,6 +163,13 @@ func WithStreamedBodies(stream func(*fiber.Ctx) bool) Option {
 	return func(c *fiberx.Config) { c.StreamBody = stream }
 }
 
+// WithHostedPages declares the path prefixes of the service's hosted pages ("/verify/"): they
+// take only the gateway's hosted-page identity, and every other route refuses it
+// (fiberx.Config.HostedPages).
+func WithHostedPages(prefixes ...string) Option {
+	return func(c *fiberx.Config) { c.HostedPages = append(c.HostedPages, prefixes...) }
+}
+
 // Start starts a service from the shared configuration: its Process, and an app that serves
 // on HTTP_ADDR once Serve is called. On error nothing is left open.
 func Start(ctx context.Context, name string, cfg config.Base, stdout io.Writer, opts ...Option) (*Runtime, error) {

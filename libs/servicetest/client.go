@@ -50,6 +50,15 @@ func (c *Client) WithKey(key string) *Client {
 	return &cp
 }
 
+// Hosted returns a client whose requests carry the gateway's hosted-page identity
+// (identity.HostedAccount, no account): a browser's requests for a hosted page, as the gateway
+// forwards them.
+func (c *Client) Hosted() *Client {
+	cp := *c
+	cp.Account, cp.Livemode = identity.HostedAccount, false
+	return &cp
+}
+
 // Response is a service's answer.
 type Response struct {
 	Status int
@@ -98,7 +107,9 @@ func (c *Client) Send(method, target, contentType string, body io.Reader) Respon
 	c.signer.Sign(req.Header.Set, identity.Identity{
 		Account: c.Account, Livemode: c.Livemode, RequestID: c.ids.New(ids.Request), IdempotencyKey: c.IdempotencyKey,
 	}, method, req.URL.Path)
-	res, err := http.DefaultClient.Do(req)
+	// As the gateway forwards: a redirect (a hosted page's 303) is the answer, not followed.
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := client.Do(req)
 	if err != nil {
 		c.T.Fatal(err)
 	}

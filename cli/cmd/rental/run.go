@@ -109,7 +109,7 @@ func (a *app) commands() *cobra.Command {
 	root.PersistentFlags().BoolVar(&a.s.json, "json", false, "print answers as compact JSON, one line each (for scripts)")
 
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(a.loginCommand(), a.requestCommand("get"), a.requestCommand("post"), a.requestCommand("delete"))
+	root.AddCommand(a.loginCommand(), a.requestCommand("get"), a.requestCommand("post"), a.requestCommand("delete"), a.listenCommand(), a.triggerCommand(), a.eventsCommand(), a.deliveriesCommand())
 	return root
 }
 

@@ -69,6 +69,15 @@ func NewIdempotencyKey() string {
 // and idempotencyKey (for a POST). An answer with the error envelope is returned as *APIError
 // with the response.
 func (c *Client) Do(ctx context.Context, method, path string, body []byte, idempotencyKey string) (*Response, error) {
+	contentType := ""
+	if body != nil {
+		contentType = "application/json"
+	}
+	return c.Send(ctx, method, path, contentType, body, idempotencyKey)
+}
+
+// Send is Do with a body of any contentType, such as a multipart/form-data upload's.
+func (c *Client) Send(ctx context.Context, method, path, contentType string, body []byte, idempotencyKey string) (*Response, error) {
 	if !strings.HasPrefix(path, "/") {
 		return nil, fmt.Errorf("path %q: want one starting with /, such as /v1/events", path)
 	}
@@ -87,8 +96,8 @@ func (c *Client) Do(ctx context.Context, method, path string, body []byte, idemp
 	req.Header.Set("Authorization", "Bearer "+c.Key)
 	req.Header.Set("User-Agent", c.Agent)
 	req.Header.Set("Accept", "application/json")
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
 	}
 	if idempotencyKey != "" {
 		req.Header.Set("Idempotency-Key", idempotencyKey)
@@ -108,14 +117,20 @@ func (c *Client) Do(ctx context.Context, method, path string, body []byte, idemp
 	}
 	r := &Response{Status: res.StatusCode, Header: res.Header, Body: b}
 	if res.StatusCode >= 400 {
-		var env struct {
-			Error *APIError `json:"error"`
-		}
-		if json.Unmarshal(b, &env) == nil && env.Error != nil {
-			env.Error.Status = res.StatusCode
-			return r, env.Error
-		}
-		return r, &APIError{Status: res.StatusCode, Type: http.StatusText(res.StatusCode), Message: strings.TrimSpace(string(b))}
+		return r, ErrorOf(res.StatusCode, b)
 	}
 	return r, nil
+}
+
+// ErrorOf returns the error an answer of status with body b stands for: the error envelope's,
+// or the status and the body as its message when b holds none.
+func ErrorOf(status int, b []byte) *APIError {
+	var env struct {
+		Error *APIError `json:"error"`
+	}
+	if json.Unmarshal(b, &env) == nil && env.Error != nil {
+		env.Error.Status = status
+		return env.Error
+	}
+	return &APIError{Status: status, Type: http.StatusText(status), Message: strings.TrimSpace(string(b))}
 }

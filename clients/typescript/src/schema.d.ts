@@ -766,6 +766,39 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/events/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Stream events as they happen
+         * @description The account's events in this mode as they are stored, as Server-Sent Events
+         *     (`text/event-stream`): what `rental listen` reads. Each event is a message whose `id` is
+         *     its position in the stream and whose `data` is the event as `GET /v1/events/{id}`
+         *     shows it. Reconnect with the last `id` seen as `Last-Event-ID` to get every event that
+         *     followed, none twice: events are kept for a listener for `WEBHOOKS_STREAM_RETENTION`
+         *     (1 hour) after its last connection, at most `WEBHOOKS_STREAM_MAX_EVENTS` (10,000).
+         *
+         *     The first message is `event: ready`, whose `id` is the position to resume from before
+         *     any event arrives (a new stream starts after the newest event: only what comes next is
+         *     sent). `event: gap` says events may be missing before it (resumed too late, or the
+         *     queue's Redis lost its data): list them with `GET /v1/events`. An idle stream sends a
+         *     comment line (`: heartbeat`) every `heartbeat_interval_ms` (10 s): a client that hears
+         *     nothing for three intervals should reconnect. A stream ends itself after
+         *     `max_duration_ms` (50 s) with `event: reconnect`; the client reconnects at once.
+         */
+        get: operations["StreamEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/events/{id}": {
         parameters: {
             query?: never;
@@ -967,6 +1000,58 @@ export interface paths {
         get: operations["CheckReadiness"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/verify/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The hosted verification page
+         * @description The page you send an applicant to: `/verify/<session id>?client_secret=<client_secret>`
+         *     on the gateway's public address. No API key: the session's `client_secret` is the only
+         *     credential, and it opens this session's page only, while the session runs (`created`,
+         *     `pending` or `processing`) and before its `expires_at`. A session that completed,
+         *     failed, expired or was canceled opens nothing.
+         *
+         *     In test mode the page lists the session's products and asks how each check turns
+         *     out: `passed` or `failed` (in the report), or `error` (the check cannot be completed:
+         *     the session fails, `last_error` naming it); the applicant may also decline. Showing
+         *     the page changes nothing. In live mode the page says that no verification provider is
+         *     connected, so nothing can be done there.
+         *
+         *     Every answer is HTML with `Cache-Control: no-store`, `Referrer-Policy: no-referrer`,
+         *     `X-Frame-Options: DENY` and a `Content-Security-Policy` that loads nothing (the one
+         *     stylesheet is inline and allowed by its hash). Any secret that does not open the page
+         *     (wrong, another session's, missing, expired, ended, unknown session) gets the same 404
+         *     page. Each such 404 counts as a failed authentication of the client address, as a wrong
+         *     API key does; hosted pages are limited per client address
+         *     (`GATEWAY_HOSTED_RATE_LIMIT`, 120 a minute).
+         */
+        get: operations["RetrieveHostedVerificationPage"];
+        put?: never;
+        /**
+         * Submit the hosted verification page
+         * @description The page's form (test mode): the session moves from where it stands to its outcome in
+         *     one write, along the edges the test helper takes, raising the same events
+         *     (`verification_session.pending`, `.processing`, then `verification_report.created`
+         *     and `verification_session.completed`, or `verification_session.failed`), which name
+         *     this request. Every product left without an outcome is 422 with the page again, each
+         *     error beside its field and in a summary at the top. Then the applicant is sent to the
+         *     session's `redirect_url` (303), or, without one, shown that the results were recorded.
+         *
+         *     The `client_secret` is read from the body only (a secret in the query of a POST opens
+         *     nothing); it is also what makes the form safe from cross-site requests, since no other
+         *     site can know it. A live-mode session is 409 with its page, unchanged.
+         */
+        post: operations["SubmitHostedVerificationPage"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1473,8 +1558,8 @@ export interface webhooks {
          *     endpoint subscribed to `verification_session.expired` (or `*`) when the event was
          *     stored. Sent to the session's `webhook_url` instead when it has one. The body is a
          *     `VerificationSessionExpiredEvent` of type `verification_session.expired`, whose `data.object`
-         *     is a `VerificationSession`. No `data.previous_attributes`. `request` is null: the
-         *     platform made the change on its own.
+         *     is a `VerificationSession`. No `data.previous_attributes`. `request` is null when the
+         *     session expired on its own; the test helper's request when the helper expired it.
          */
         post: operations["ReceiveVerificationSessionExpired"];
         delete?: never;
@@ -2545,7 +2630,8 @@ export interface components {
         /**
          * @description The API request that caused the event: its `Request-Id` and its `Idempotency-Key`
          *     (null when it had none). Both are null for a change the platform made on its own: a
-         *     webhook endpoint disabled for its failing deliveries, a verification session's expiry,
+         *     webhook endpoint disabled for its failing deliveries, a verification session's expiry
+         *     (unless the test helper expired it: that request),
          *     a payment request's collection attempts and their outcome (`processing`, `retrying`,
          *     `succeeded`, `failed`) and their charges, a payment method declined for good
          *     (`payment_agreement.updated`), and a payment request cancelled with its agreement
@@ -2728,7 +2814,9 @@ export interface components {
         };
         /**
          * @description `verification_session.expired`: the session reached `expires_at` before the applicant
-         *     finished (`last_error` `abandoned`). A background transition: `request` is null.
+         *     finished (`last_error` `abandoned`). A background transition: `request` is null, unless
+         *     the test helper (`POST /v1/test_helpers/verification_sessions/{id}/advance` with
+         *     `to: expired`) expired it, which the event names as its request.
          */
         VerificationSessionExpiredEvent: {
             /** @description The event's id, also the `webhook-id` of its deliveries. */
@@ -2746,11 +2834,7 @@ export interface components {
             livemode: boolean;
             /** @description How many of its deliveries are pending; in a delivery, as it was when the event was fanned out. */
             pending_webhooks: number;
-            /** @description Both null, always; the platform made this change on its own. */
-            request: {
-                id: null;
-                idempotency_key: null;
-            };
+            request: components["schemas"]["EventRequest"];
             /** @description The object as the API showed it right after the change, kept as it was then. No `previous_attributes`. */
             data: {
                 object: components["schemas"]["VerificationSession"];
@@ -3152,6 +3236,30 @@ export interface components {
                 [key: string]: string;
             };
         };
+        /** @description The page's form. A field of a product the session does not run is ignored. */
+        HostedVerificationForm: {
+            /** @description The session's `client_secret`. */
+            client_secret: string;
+            /**
+             * @description `decline`: the applicant declines the checks; the session fails with `last_error.code` `consent_declined`, whatever the outcomes say.
+             * @default submit
+             * @enum {string}
+             */
+            action: "submit" | "decline";
+            "outcomes[identity]"?: components["schemas"]["HostedOutcome"];
+            "outcomes[income]"?: components["schemas"]["HostedOutcome"];
+            "outcomes[credit]"?: components["schemas"]["HostedOutcome"];
+            "outcomes[cash_flow]"?: components["schemas"]["HostedOutcome"];
+            "outcomes[documents]"?: components["schemas"]["HostedOutcome"];
+        };
+        /**
+         * @description How a product's check turns out: `passed` or `failed` in the report (the session
+         *     completes when every product has one of these), or `error`, the check cannot be
+         *     completed (the session fails, `last_error` naming the first such product in the
+         *     session's order). Every product of the session needs one, unless `action` is `decline`.
+         * @enum {string}
+         */
+        HostedOutcome: "passed" | "failed" | "error";
     };
     responses: {
         /** @description No valid API key. Codes: `api_key_invalid`. */
@@ -3351,6 +3459,90 @@ export interface components {
             };
             content?: never;
         };
+        /**
+         * @description The one answer to every secret that does not open the page: wrong, another session's,
+         *     missing, expired, the session ended, no such session. The same page, byte for byte.
+         */
+        HostedNotFound: {
+            headers: {
+                "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                "Referrer-Policy": components["headers"]["Referrer-Policy"];
+                "X-Frame-Options": components["headers"]["X-Frame-Options"];
+                "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                "Request-Id": components["headers"]["Request-Id"];
+                Traceparent: components["headers"]["Traceparent"];
+                Tracestate: components["headers"]["Tracestate"];
+                [name: string]: unknown;
+            };
+            content: {
+                "text/html": string;
+            };
+        };
+        /** @description A body over the limit, or compressed (the gateway's page). */
+        HostedBadRequest: {
+            headers: {
+                "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                "Referrer-Policy": components["headers"]["Referrer-Policy"];
+                "X-Frame-Options": components["headers"]["X-Frame-Options"];
+                "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                "Request-Id": components["headers"]["Request-Id"];
+                Traceparent: components["headers"]["Traceparent"];
+                Tracestate: components["headers"]["Tracestate"];
+                [name: string]: unknown;
+            };
+            content: {
+                "text/html": string;
+            };
+        };
+        /** @description The client address made too many requests to the hosted pages, or is blocked for failed authentications (the gateway's page). */
+        HostedTooManyRequests: {
+            headers: {
+                "Retry-After": components["headers"]["Retry-After"];
+                "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                "Referrer-Policy": components["headers"]["Referrer-Policy"];
+                "X-Frame-Options": components["headers"]["X-Frame-Options"];
+                "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                "Request-Id": components["headers"]["Request-Id"];
+                Traceparent: components["headers"]["Traceparent"];
+                Tracestate: components["headers"]["Tracestate"];
+                [name: string]: unknown;
+            };
+            content: {
+                "text/html": string;
+            };
+        };
+        /** @description The page could not be shown or the results recorded; it names the request's id to quote. */
+        HostedError: {
+            headers: {
+                "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                "Referrer-Policy": components["headers"]["Referrer-Policy"];
+                "X-Frame-Options": components["headers"]["X-Frame-Options"];
+                "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                "Request-Id": components["headers"]["Request-Id"];
+                Traceparent: components["headers"]["Traceparent"];
+                Tracestate: components["headers"]["Tracestate"];
+                [name: string]: unknown;
+            };
+            content: {
+                "text/html": string;
+            };
+        };
+        /** @description The page's service cannot be reached, or did not answer in time (the gateway's page). */
+        HostedUnavailable: {
+            headers: {
+                "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                "Referrer-Policy": components["headers"]["Referrer-Policy"];
+                "X-Frame-Options": components["headers"]["X-Frame-Options"];
+                "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                "Request-Id": components["headers"]["Request-Id"];
+                Traceparent: components["headers"]["Traceparent"];
+                Tracestate: components["headers"]["Tracestate"];
+                [name: string]: unknown;
+            };
+            content: {
+                "text/html": string;
+            };
+        };
     };
     parameters: {
         /**
@@ -3409,6 +3601,8 @@ export interface components {
         WebhookSignatureHeader: string;
         /** @description Names the sender. */
         WebhookUserAgentHeader: "RentalPlatform-Webhooks/1.0";
+        /** @description The session's id (`vs_…`). Anything that is not a session the secret opens is the same 404 page. */
+        HostedSessionID: string;
     };
     requestBodies: never;
     headers: {
@@ -3444,6 +3638,14 @@ export interface components {
         ETag: string;
         /** @description How long a copy may be used without asking again. */
         "Cache-Control": string;
+        /** @description What the page may load (nothing but its inline stylesheet, allowed by its hash) and where its form may go (the page itself, and the origin of the session's `redirect_url`); never framed. */
+        "Content-Security-Policy": string;
+        /** @description `no-referrer`: the page's URL holds the client secret, so no Referer leaves it (not to the `redirect_url` either). */
+        "Referrer-Policy": "no-referrer";
+        /** @description `DENY`: never shown in a frame. */
+        "X-Frame-Options": "DENY";
+        /** @description `nosniff`. */
+        "X-Content-Type-Options": "nosniff";
     };
     pathItems: never;
 }
@@ -6790,6 +6992,76 @@ export interface operations {
             504: components["responses"]["GatewayTimeout"];
         };
     };
+    StreamEvents: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a POST safe to retry: the first request with a key runs, a retry with the same
+                 *     key and the same request gets the first answer (for 24 hours). 1–255 printable ASCII
+                 *     characters; a UUID is a good choice. Checked on every method, kept only for POST.
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description The `id` of the last message received: the stream resumes after it. A value that
+                 *     is not such an id is 400 naming `Last-Event-ID`.
+                 */
+                "Last-Event-ID"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /**
+             * @description The stream: `event: ready` (data: `object` "event_stream", `livemode`, `position`,
+             *     `resumed`, `heartbeat_interval_ms`, `max_duration_ms`), then one message per event
+             *     (`id`, `data`: an `Event`), `event: gap` and `event: reconnect` (data: `message`),
+             *     and heartbeat comments.
+             */
+            200: {
+                headers: {
+                    /**
+                     * @description Always `no`: a buffering proxy in front of the gateway (nginx) passes the
+                     *     events on as they come instead of holding them back.
+                     */
+                    "X-Accel-Buffering"?: "no";
+                    "Request-Id": components["headers"]["Request-Id"];
+                    Traceparent: components["headers"]["Traceparent"];
+                    Tracestate: components["headers"]["Tracestate"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description The request is invalid; nothing was changed. Codes: `parameter_duplicate`, `parameter_invalid`, `parameter_unknown`. */
+            400: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    Traceparent: components["headers"]["Traceparent"];
+                    Tracestate: components["headers"]["Tracestate"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
     RetrieveEvent: {
         parameters: {
             query?: never;
@@ -7322,6 +7594,135 @@ export interface operations {
                     "application/json": components["schemas"]["Readiness"];
                 };
             };
+        };
+    };
+    RetrieveHostedVerificationPage: {
+        parameters: {
+            query: {
+                /** @description The session's `client_secret`, as create and retrieve show it. */
+                client_secret: string;
+            };
+            header?: never;
+            path: {
+                /** @description The session's id (`vs_…`). Anything that is not a session the secret opens is the same 404 page. */
+                id: components["parameters"]["HostedSessionID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The page (test mode), or the page saying live verification is not available (live mode). */
+            200: {
+                headers: {
+                    "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                    "Referrer-Policy": components["headers"]["Referrer-Policy"];
+                    "X-Frame-Options": components["headers"]["X-Frame-Options"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Request-Id": components["headers"]["Request-Id"];
+                    Traceparent: components["headers"]["Traceparent"];
+                    Tracestate: components["headers"]["Tracestate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            404: components["responses"]["HostedNotFound"];
+            429: components["responses"]["HostedTooManyRequests"];
+            500: components["responses"]["HostedError"];
+            502: components["responses"]["HostedUnavailable"];
+            503: components["responses"]["HostedUnavailable"];
+            504: components["responses"]["HostedUnavailable"];
+        };
+    };
+    SubmitHostedVerificationPage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The session's id (`vs_…`). Anything that is not a session the secret opens is the same 404 page. */
+                id: components["parameters"]["HostedSessionID"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": components["schemas"]["HostedVerificationForm"];
+            };
+        };
+        responses: {
+            /** @description The results were recorded; the session has no `redirect_url`. */
+            200: {
+                headers: {
+                    "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                    "Referrer-Policy": components["headers"]["Referrer-Policy"];
+                    "X-Frame-Options": components["headers"]["X-Frame-Options"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Request-Id": components["headers"]["Request-Id"];
+                    Traceparent: components["headers"]["Traceparent"];
+                    Tracestate: components["headers"]["Tracestate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description The results were recorded; the applicant is sent to the session's `redirect_url`. */
+            303: {
+                headers: {
+                    /** @description The session's `redirect_url`, as stored. */
+                    Location: string;
+                    "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                    "Referrer-Policy": components["headers"]["Referrer-Policy"];
+                    "X-Frame-Options": components["headers"]["X-Frame-Options"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Request-Id": components["headers"]["Request-Id"];
+                    Traceparent: components["headers"]["Traceparent"];
+                    Tracestate: components["headers"]["Tracestate"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            404: components["responses"]["HostedNotFound"];
+            /** @description A live-mode session, which the page cannot finish; unchanged. */
+            409: {
+                headers: {
+                    "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                    "Referrer-Policy": components["headers"]["Referrer-Policy"];
+                    "X-Frame-Options": components["headers"]["X-Frame-Options"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Request-Id": components["headers"]["Request-Id"];
+                    Traceparent: components["headers"]["Traceparent"];
+                    Tracestate: components["headers"]["Tracestate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            413: components["responses"]["HostedBadRequest"];
+            415: components["responses"]["HostedBadRequest"];
+            /** @description A product has no outcome; the page again, with the choices made and the errors. */
+            422: {
+                headers: {
+                    "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                    "Referrer-Policy": components["headers"]["Referrer-Policy"];
+                    "X-Frame-Options": components["headers"]["X-Frame-Options"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Request-Id": components["headers"]["Request-Id"];
+                    Traceparent: components["headers"]["Traceparent"];
+                    Tracestate: components["headers"]["Tracestate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            429: components["responses"]["HostedTooManyRequests"];
+            500: components["responses"]["HostedError"];
+            502: components["responses"]["HostedUnavailable"];
+            503: components["responses"]["HostedUnavailable"];
+            504: components["responses"]["HostedUnavailable"];
         };
     };
     ReceiveCaseFileCreated: {

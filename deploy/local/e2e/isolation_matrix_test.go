@@ -9,12 +9,14 @@ package e2e
 // body the test cannot make, the test fails until a fixture or a body is added here.
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"mime/multipart"
 	"net/http"
@@ -37,11 +39,15 @@ import (
 // docOp is one operation of a document, with what the matrix needs to know of it.
 type docOp struct {
 	Method, Path string
-	// Public operations (security: []) need no credentials: the contract, its reference page
-	// and the health checks. They are outside the matrix, and must be GETs.
+	// Public operations (security: []) need no API key: the contract, its reference page,
+	// the health checks and the hosted pages. They are outside the matrix, and must be GETs
+	// but for a hosted page's form.
 	Public bool
 	// BodyRequired: the document requires a request body (the matrix sends a valid one).
 	BodyRequired bool
+	// Stream: the answer is a stream of Server-Sent Events (GET /v1/events/stream), read up to
+	// its first message.
+	Stream bool
 }
 
 func (o docOp) String() string { return o.Method + " " + o.Path }
@@ -67,6 +73,9 @@ func documentOps(t *testing.T, spec []byte) []docOp {
 				RequestBody *struct {
 					Required bool `json:"required"`
 				} `json:"requestBody"`
+				Responses map[string]struct {
+					Content map[string]json.RawMessage `json:"content"`
+				} `json:"responses"`
 			}
 			if err := json.Unmarshal(raw, &op); err != nil {
 				t.Fatalf("%s %s: %v", m, path, err)
@@ -75,6 +84,7 @@ func documentOps(t *testing.T, spec []byte) []docOp {
 				Method: strings.ToUpper(m), Path: path,
 				Public:       op.Security != nil && len(*op.Security) == 0,
 				BodyRequired: op.RequestBody != nil && op.RequestBody.Required,
+				Stream:       op.Responses["200"].Content["text/event-stream"] != nil,
 			})
 		}
 	}
@@ -382,6 +392,9 @@ func TestIsolationMatrix(t *testing.T) {
 		} else if op.BodyRequired {
 			t.Fatalf("%s requires a body: add a valid one for account A to TestIsolationMatrix's bodies", op)
 		}
+		if op.Stream {
+			return firstMessage(t, listener+path, key)
+		}
 		return callRaw(t, op.Method, listener+path, key, body, headers)
 	}
 
@@ -399,7 +412,10 @@ func TestIsolationMatrix(t *testing.T) {
 	covered, public := 0, 0
 	for _, op := range publicOps {
 		if op.Public {
-			if op.Method != http.MethodGet {
+			// A hosted page's form is the one POST without a key: its credential, a
+			// session's client secret, is in its body (docs/hosted-pages.md,
+			// TestHostedVerificationSecrets).
+			if op.Method != http.MethodGet && !strings.HasPrefix(op.Path, "/verify/") {
 				t.Errorf("%s needs no key, yet is not a GET", op)
 			}
 			public++
@@ -452,7 +468,7 @@ func TestIsolationMatrix(t *testing.T) {
 	// mode are theirs).
 	listsOfA := map[string]string{}
 	for _, op := range publicOps {
-		if !op.Public && op.Method == http.MethodGet && !byID(op.Path) {
+		if !op.Public && op.Method == http.MethodGet && !byID(op.Path) && !op.Stream {
 			listsOfA[op.Path] = string(send(t, base, op, fixtures, keyA).Raw)
 		}
 	}
@@ -462,7 +478,9 @@ func TestIsolationMatrix(t *testing.T) {
 		switch {
 		case res.Status >= 500:
 			t.Errorf("%s with %s: %d %s", o.op, o.caller.name, res.Status, res.Raw)
-		case o.op.Method == http.MethodGet && (res.Status != 200 || res.Body["object"] != "list"):
+		case o.op.Stream && (res.Status != 200 || res.Body["object"] != "event_stream" || res.Body["livemode"] != (o.caller.name == "the other mode's key")):
+			t.Errorf("%s with %s: %d %s, want its own stream", o.op, o.caller.name, res.Status, tail(string(res.Raw), 5))
+		case o.op.Method == http.MethodGet && !o.op.Stream && (res.Status != 200 || res.Body["object"] != "list"):
 			t.Errorf("%s with %s: %d %s, want its own list", o.op, o.caller.name, res.Status, tail(string(res.Raw), 5))
 		case res.Status < 300:
 			for _, id := range idsOfA {
@@ -618,4 +636,43 @@ func (s storeSnapshot) size() string {
 		docs += len(c)
 	}
 	return fmt.Sprintf("%d documents in %d collections", docs, len(s))
+}
+
+// firstMessage opens a stream of Server-Sent Events as key and returns its answer up to the end
+// of its first message, whose data is the Body; an answer that is not a stream is returned
+// whole.
+func firstMessage(t *testing.T, u, key string) response {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	out := response{Status: res.StatusCode, Header: res.Header}
+	if !strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
+		out.Raw, _ = io.ReadAll(res.Body)
+		json.Unmarshal(out.Raw, &out.Body)
+		return out
+	}
+	sc := bufio.NewScanner(res.Body)
+	var msg []string
+	for sc.Scan() && (sc.Text() != "" || len(msg) == 0 || !slices.ContainsFunc(msg, func(l string) bool { return strings.HasPrefix(l, "data: ") })) {
+		msg = append(msg, sc.Text())
+	}
+	out.Raw = []byte(strings.Join(msg, "\n"))
+	for _, l := range msg {
+		if d, ok := strings.CutPrefix(l, "data: "); ok {
+			json.Unmarshal([]byte(d), &out.Body)
+		}
+	}
+	return out
 }

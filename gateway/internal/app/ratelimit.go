@@ -86,6 +86,9 @@ type Limits struct {
 	// cause per minute (all at once, at most) before it is blocked: bad API keys on the
 	// public listener, and separately wrong tokens on the admin listener.
 	AuthFailuresPerMinute int
+	// HostedPerMinute is how many requests one client address may make per minute (all at
+	// once, at most) to the hosted pages, which take no API key (HostedRateLimit).
+	HostedPerMinute int
 	// Timeout bounds one limiter call (DefaultRateTimeout when 0): a slow Redis must not hold
 	// every request. A call that outlasts it fails open: the request is let through and
 	// limits pause for limiterPause.

@@ -1,6 +1,7 @@
 // Package app holds the gateway's use cases: making, listing, rolling, changing and revoking
 // API keys; authenticating a request's key; rate limits per account and mode (and per client
-// address for failed authentications); and idempotent replays of POST requests.
+// address for failed authentications and for the hosted pages); and idempotent replays of POST
+// requests.
 package app
 
 import (

@@ -1,6 +1,7 @@
 // Package app holds the verification use cases, one method of Service each (one file per use
-// case): the sessions API, the test helper that advances a session, reports, and expiry (the
-// task at expires_at and the sweep that catches a lost task). It also declares the outbound
+// case): the sessions API, the test helper that advances a session, the applicant's hosted page
+// (opened and submitted with the session's client secret), reports, and expiry (the task at
+// expires_at and the sweep that catches a lost task). It also declares the outbound
 // ports the use cases need besides the repository (ports.go).
 package app
 

@@ -32,7 +32,12 @@ type Repository interface {
 	// domainerr.LockTimeout when retries run out. A session whose fn changed nothing (raised no event)
 	// is not written.
 	Update(ctx context.Context, id, account string, livemode bool, fn func(*Session) error) (*Session, error)
-	// UpdateAny is Update for background work (expiry), whatever the session's account.
+	// Load returns the session whatever its account and mode, or SessionNotFound: for a request
+	// that names no account, the hosted page, which checks the session's own
+	// credential instead (Session.HostedPageOpens).
+	Load(ctx context.Context, id string) (*Session, error)
+	// UpdateAny is Update whatever the session's account: background work (expiry), and the
+	// hosted page, whose fn checks the session's client secret first.
 	UpdateAny(ctx context.Context, id string, fn func(*Session) error) (*Session, error)
 	// List returns one page of the account's sessions in the mode, newest first, and whether
 	// more lie beyond it in the direction read.

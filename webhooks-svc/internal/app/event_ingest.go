@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"rentalplatform/libs/events"
@@ -21,6 +22,13 @@ func (s *Service) Ingest(ctx context.Context, ev events.Event) error {
 	rec, fresh, err := s.store(ctx, ev)
 	if err != nil {
 		return err
+	}
+	// Every run appends, fresh or not: the run that stored the event may have failed before
+	// its append, and Append adds an event once however often it is called.
+	if s.Feed != nil {
+		if err := s.Feed.Append(ctx, rec.Event); err != nil {
+			return fmt.Errorf("event feed: %w", err)
+		}
 	}
 	now := s.Now()
 	ds := make([]*domain.Delivery, len(rec.Targets))

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"rentalplatform/libs/events"
+
 	"rentalplatform/webhooks-svc/internal/domain"
 )
 
@@ -29,4 +31,30 @@ type Request struct {
 // failure to connect is a Result without a status.
 type Sender interface {
 	Send(ctx context.Context, r Request) domain.Result
+}
+
+// Feed keeps, for each account and mode that someone listens to, the recent events in the
+// order they were stored: the event stream (GET /v1/events/stream) that `rental listen` reads
+// and resumes from a position.
+type Feed interface {
+	// Append adds ev to its account and mode's feed when someone has listened to it within
+	// the feed's retention; it adds each event once, however often it is called for it.
+	Append(ctx context.Context, ev events.Event) error
+	// Open starts a listener of the account and mode after position (the newest entry when
+	// after is empty) and returns that position, with gap true when entries after it may be
+	// missing: older than the retention, trimmed, or lost with Redis's data.
+	Open(ctx context.Context, account string, livemode bool, after string) (position string, gap bool, err error)
+	// Read returns up to limit entries after position, waiting up to wait for the first, with
+	// lost true when the feed's data vanished since the last Open or Read (Redis lost it).
+	Read(ctx context.Context, account string, livemode bool, after string, wait time.Duration, limit int) (entries []FeedEntry, lost bool, err error)
+}
+
+// FeedEntry is one event in a feed.
+type FeedEntry struct {
+	// Position is the entry's place in the feed, which a listener resumes after.
+	Position string
+	Event    string // the event's id
+	Type     string
+	// Data is the event as the API shows it (GET /v1/events/:id), as JSON.
+	Data []byte
 }

@@ -28,9 +28,12 @@ type Deps struct {
 	Deliveries domain.DeliveryRepository
 	Scheduler  Scheduler
 	Sender     Sender
-	Now        func() time.Time // time.Now when nil
-	IDs        *ids.Generator
-	Log        *slog.Logger
+	// Feed keeps the recent events for listeners (GET /v1/events/stream); nil serves no
+	// stream.
+	Feed Feed
+	Now  func() time.Time // time.Now when nil
+	IDs  *ids.Generator
+	Log  *slog.Logger
 }
 
 // Config is the delivery policy.

@@ -5,7 +5,9 @@
 // The public listener decides in this order, so that a caller without a valid key learns
 // nothing about which routes exist:
 //
-//  1. /healthz and /readyz answer without a key;
+//  1. /healthz and /readyz answer without a key, and so do the hosted pages (/verify/…,
+//     hosted.go), which their service authorises by their own credential, and which are
+//     limited per client address instead;
 //  2. a client address blocked for failing authentication too often gets 429;
 //  3. every other request needs a valid key (401 api_key_invalid; failures are counted per
 //     address);

@@ -81,6 +81,8 @@ type PublicConfig struct {
 	// Documents are served to anyone, before authentication: the API's contract and its
 	// reference page.
 	Documents []Document
+	// HostedLimits rate-limits the hosted pages per client address (hosted.go); nil: no limit.
+	HostedLimits HostedLimits
 }
 
 type public struct {
@@ -96,6 +98,9 @@ type public struct {
 	tracer      trace.Tracer
 	propagator  propagation.TextMapPropagator
 	copyBufs    sync.Pool // *[]byte buffers for reading bodies
+	// hosted are the hosted pages (hosted.go), served without an API key.
+	hosted       []hostedPage
+	hostedLimits HostedLimits
 }
 
 // NewPublic returns the public listener's app.
@@ -120,6 +125,9 @@ func NewPublic(cfg PublicConfig) *fiber.App {
 		drainLimit:  cfg.BodyLimit,
 		tracer:      tp.Tracer("rentalplatform/gateway"),
 		propagator:  prop,
+		// hosted.go
+		hosted:       hostedPages(cfg.Services),
+		hostedLimits: cfg.HostedLimits,
 	}
 	p.copyBufs.New = func() any { b := make([]byte, 16<<10); return &b }
 	// Every request passes the same catch-all handler (serve), whose Fiber route is "/"; the
@@ -134,7 +142,7 @@ func NewPublic(cfg PublicConfig) *fiber.App {
 		Sampler:        cfg.Sampler,
 		MeterProvider:  cfg.MeterProvider,
 		Listener:       "public",
-		Route:          func(c *fiber.Ctx) string { return routes.of(c.Path()) },
+		Route:          func(c *fiber.Ctx) string { return p.routeName(c.Path(), routes) },
 		RequestIDs:     cfg.IDs,
 	})
 	// Bodies are read by the handler, not by the server: the limit depends on the route, and
@@ -159,6 +167,10 @@ func (p *public) serve(c *fiber.Ctx) error {
 	// deleting them anyway keeps a forged identity out of anything that inspects the request.
 	for _, h := range identity.Headers {
 		c.Request().Header.Del(h)
+	}
+	// Hosted pages (hosted.go) take no API key: their service checks their own credential.
+	if page, ok := p.hostedPage(c.Path()); ok {
+		return p.serveHosted(c, page)
 	}
 	key, err := p.authenticate(c)
 	if err != nil {
@@ -260,6 +272,8 @@ func bearer(h []byte) (string, bool) {
 	return unsafe.String(&tok[0], len(tok)), true
 }
 
+const headerLastEventID = "Last-Event-ID"
+
 // forward signs the request, sends it to the service and copies the answer back. A POST with
 // an Idempotency-Key runs at most once per key: see idempotency.go.
 func (p *public) forward(c *fiber.Ctx, key domain.Key, rt route, method, path, idemKey string) error {
@@ -279,6 +293,10 @@ func (p *public) forward(c *fiber.Ctx, key domain.Key, rt route, method, path, i
 	}
 	if v := in.UserAgent(); len(v) > 0 {
 		out.Header.SetUserAgentBytes(v)
+	}
+	// The event stream's resume point (GET /v1/events/stream).
+	if v := in.Peek(headerLastEventID); len(v) > 0 {
+		out.Header.SetBytesV(headerLastEventID, v)
 	}
 
 	upload := rt.upload && method == fiber.MethodPost
@@ -333,7 +351,7 @@ func (p *public) forward(c *fiber.Ctx, key domain.Key, rt route, method, path, i
 		return fromUpstream(err)
 	}
 	if rt.download && method == fiber.MethodGet {
-		// A file: passed on as it arrives, never held whole (up to 25 MiB).
+		// A file or the event stream: passed on as it arrives, never held whole.
 		sr, err := rt.service.Stream(out)
 		if err != nil {
 			return failed(err)

@@ -41,8 +41,9 @@ type route struct {
 	// upload marks /v1/collection_cases/:id/files, whose POST body is streamed under the
 	// upload limit rather than buffered under the JSON limit.
 	upload bool
-	// download marks /v1/collection_cases/:id/files/:file_id/content, whose answer (a file of
-	// up to 25 MiB) is passed on as it arrives rather than buffered.
+	// download marks the answers passed on as they arrive rather than buffered:
+	// /v1/collection_cases/:id/files/:file_id/content (a file of up to 25 MiB) and
+	// /v1/events/stream (Server-Sent Events, for up to a minute).
 	download bool
 	// resource is what a restricted key needs permission for.
 	resource domain.Resource
@@ -67,7 +68,7 @@ func (s Services) match(path string) (route, bool) {
 	if svc == nil || !known {
 		return route{}, false
 	}
-	return route{service: svc, upload: isUpload(rest), download: isDownload(rest), resource: res}, true
+	return route{service: svc, upload: isUpload(rest), download: isDownload(rest) || rest == "events/stream", resource: res}, true
 }
 
 // isUpload reports whether rest (the path after /v1/) is collection_cases/<id>/files.
@@ -161,6 +162,7 @@ var routeTemplates = []string{
 	"/v1/webhook_endpoints/:id/rotate_secret",
 	"/v1/webhook_endpoints/:id/deliveries",
 	"/v1/events",
+	"/v1/events/stream",
 	"/v1/events/:id",
 	"/v1/events/:id/deliveries",
 	"/v1/event_types",

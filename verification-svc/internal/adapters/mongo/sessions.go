@@ -261,6 +261,11 @@ func (r *Sessions) Update(ctx context.Context, id, account string, livemode bool
 	return r.sessions.Update(ctx, id, account, livemode, fn)
 }
 
+// Load implements domain.Repository.
+func (r *Sessions) Load(ctx context.Context, id string) (*domain.Session, error) {
+	return r.sessions.Load(ctx, id)
+}
+
 // UpdateAny implements domain.Repository.
 func (r *Sessions) UpdateAny(ctx context.Context, id string, fn func(*domain.Session) error) (*domain.Session, error) {
 	return r.sessions.UpdateAny(ctx, id, fn)

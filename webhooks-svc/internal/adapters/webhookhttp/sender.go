@@ -27,10 +27,10 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"rentalplatform/libs/netguard"
+	"rentalplatform/libs/stdwebhooks"
 
 	"rentalplatform/webhooks-svc/internal/app"
 	"rentalplatform/webhooks-svc/internal/domain"
-	"rentalplatform/webhooks-svc/internal/stdwebhooks"
 )
 
 // UserAgent names the platform to receivers.

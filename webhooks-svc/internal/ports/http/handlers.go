@@ -20,12 +20,13 @@ import (
 const basePath = "/v1/webhook_endpoints"
 
 type handlers struct {
-	svc *app.Service
+	svc    *app.Service
+	stream StreamConfig
 }
 
 // Register adds the routes to r.
-func Register(r fiber.Router, svc *app.Service) {
-	h := handlers{svc: svc}
+func Register(r fiber.Router, svc *app.Service, stream StreamConfig) {
+	h := handlers{svc: svc, stream: stream}
 	// Lists read their query parameters (refusing the ones they do not take); every other
 	// operation takes none, and a request that sends one is refused by name.
 	r.Post(basePath, request.NoQuery(h.create))
@@ -36,6 +37,7 @@ func Register(r fiber.Router, svc *app.Service) {
 	r.Post(basePath+"/:id/rotate_secret", request.NoQuery(h.rotateSecret))
 	r.Get(basePath+"/:id/deliveries", h.endpointDeliveries)
 	r.Get(eventsPath, h.listEvents)
+	r.Get(streamPath, request.NoQuery(h.streamEvents)) // before :id, which it would match
 	r.Get(eventsPath+"/:id", request.NoQuery(h.getEvent))
 	r.Get(eventsPath+"/:id/deliveries", h.eventDeliveries)
 	r.Get(deliveriesPath, h.listDeliveries)

@@ -14,7 +14,7 @@ import (
 // operation of the contract under its paths is a route.
 func TestRoutesAreInTheContract(t *testing.T) {
 	app := fiber.New()
-	Register(app, nil)
+	Register(app, nil, StreamConfig{})
 	for _, p := range contract.RouteProblems(api.PublicJSON(), fiberx.Routes(app), "/v1/webhook_endpoints", "/v1/events", "/v1/webhook_deliveries", "/v1/event_types") {
 		t.Error(p)
 	}
