@@ -101,7 +101,11 @@ func (l *Listener) Stats() Stats { return l.stats }
 func (l *Listener) Run(ctx context.Context) error {
 	failures := 0
 	for ctx.Err() == nil {
+		before := l.stats.Connections
 		err := l.connect(ctx)
+		if l.stats.Connections > before {
+			failures = 0 // it was connected: the backoff starts again from its first step
+		}
 		if ctx.Err() != nil {
 			return nil
 		}

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -129,21 +131,65 @@ func TestCLIListenResumesAcrossCuts(t *testing.T) {
 		t.Fatalf("--print-secret: %q then %q; want one stable whsec_ secret", secret, again)
 	}
 	local := newLocalServer(t, secret)
-	ep := p.trigger(t, key) // made before listen starts: its event is not forwarded
+	// Four endpoints updated at once, made before listen starts (their events are not
+	// forwarded): the updates' events are what listen must forward, each once.
+	const writers = 4
+	var eps []string
+	for range writers {
+		eps = append(eps, p.trigger(t, key))
+	}
 	l := startListen(t, bin, env, "--forward-to", local.srv.URL+"/webhooks", "--events", "webhook_endpoint.updated")
 	if !strings.Contains(l.stderr.String(), secret) {
 		t.Fatalf("listen did not print the signing secret:\n%s", l.stderr.String())
 	}
 
-	cuts := 0
+	var done atomic.Int64
+	var cuts atomic.Int64
+	var failed atomic.Value
 	start := time.Now()
-	for i := range events {
-		p.updateTrigger(t, key, ep, map[string]any{"description": fmt.Sprintf("update %d", i)})
-		if (i+1)%(events/10) == 0 && cuts < 10 {
-			cuts++
-			proxy.Cut() // events keep happening while listen is cut off
-			time.AfterFunc(300*time.Millisecond, func() { proxy.Restore() })
+	var wg sync.WaitGroup
+	for w, ep := range eps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < events; i += writers {
+				body := fmt.Sprintf(`{"description":"update %d"}`, i)
+				res, err := send(context.Background(), "POST", p.GatewayURL+"/v1/webhook_endpoints/"+ep, key, json.RawMessage(body), nil)
+				if err == nil && res.Status != 200 {
+					err = fmt.Errorf("update %s: %d %s", ep, res.Status, res.Raw)
+				}
+				if err != nil {
+					failed.Store(err)
+					return
+				}
+				done.Add(1)
+			}
+		}()
+	}
+	// Every tenth of the events, the link to listen is cut for 300 ms while updates go on,
+	// each time once listen has forwarded events again since the last cut (it is connected).
+	cutterDone := make(chan struct{})
+	go func() {
+		defer close(cutterDone)
+		forwarded := local.distinct()
+		for k := int64(1); k <= 10; k++ {
+			for deadline := time.Now().Add(30 * time.Second); (done.Load() < k*int64(events)/11 || local.distinct() == forwarded) && time.Now().Before(deadline); {
+				time.Sleep(5 * time.Millisecond)
+			}
+			forwarded = local.distinct()
+			proxy.Cut()
+			cuts.Add(1)
+			time.Sleep(300 * time.Millisecond)
+			if err := proxy.Restore(); err != nil {
+				failed.Store(err)
+				return
+			}
 		}
+	}()
+	wg.Wait()
+	<-cutterDone
+	if err, _ := failed.Load().(error); err != nil {
+		t.Fatal(err)
 	}
 	made := time.Since(start)
 	// Every event stored first (the platform may lag on a busy machine), then forwarded.
@@ -184,12 +230,12 @@ func TestCLIListenResumesAcrossCuts(t *testing.T) {
 	}
 	out := l.stdout.String()
 	t.Logf("listen: %d events made in %s over %d cuts, %d stored, %d connections to the proxy: %d missed, %d doubled, %d badly signed; %d forward lines",
-		events, made.Round(time.Millisecond), cuts, len(stored), proxy.Connections(), missed, doubled, len(local.bad), strings.Count(out, "<-- [200] POST"))
+		events, made.Round(time.Millisecond), cuts.Load(), len(stored), proxy.Connections(), missed, doubled, len(local.bad), strings.Count(out, "<-- [200] POST"))
 	if len(stored) != events {
 		t.Fatalf("%d of %d events stored", len(stored), events)
 	}
-	if missed != 0 || doubled != 0 || len(local.bad) != 0 || cuts != 10 {
-		t.Fatalf("missed %d, doubled %d, badly signed %d, cuts %d\nstderr:\n%s", missed, doubled, len(local.bad), cuts, l.stderr.String())
+	if missed != 0 || doubled != 0 || len(local.bad) != 0 || cuts.Load() != 10 {
+		t.Fatalf("missed %d, doubled %d, badly signed %d, cuts %d\nstderr:\n%s", missed, doubled, len(local.bad), cuts.Load(), l.stderr.String())
 	}
 	if n := strings.Count(out, "--> webhook_endpoint.updated [evt_"); n != events {
 		t.Fatalf("%d '-->' lines for %d events", n, events)
@@ -197,8 +243,8 @@ func TestCLIListenResumesAcrossCuts(t *testing.T) {
 	if strings.Contains(out+l.stderr.String(), key) || strings.Contains(out, "\x1b[") {
 		t.Fatal("listen printed the key, or colours into a pipe")
 	}
-	if !strings.Contains(l.stderr.String(), "the stream was cut") {
-		t.Fatalf("the cuts were not reported:\n%s", l.stderr.String())
+	if n := strings.Count(l.stderr.String(), "the stream was cut"); n < 10 {
+		t.Fatalf("%d cuts reported by listen, want 10:\n%s", n, l.stderr.String())
 	}
 }
 
