@@ -5,7 +5,7 @@ SHELL := /bin/bash
 MODULES := api clients/go cli libs embedded gateway verification-svc collections-svc payments-svc webhooks-svc deploy/local deploy/compose deploy/k8s
 PACKAGES := $(addprefix ./,$(addsuffix /...,$(MODULES)))
 # Tests of several packages run in parallel; the end-to-end tests build and start the whole stack.
-TEST_FLAGS ?= -race -count=1 -timeout 15m
+TEST_FLAGS ?= -race -count=1 -timeout 25m
 
 # Images (deploy/images): IMAGE_PREFIX + program, tagged IMAGE_TAG. compose.yaml reads the same
 # two variables; deploy/k8s names rentalplatform/<program>:dev and its overlays retag.

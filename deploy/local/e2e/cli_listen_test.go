@@ -105,10 +105,7 @@ func (l *listenRun) stop(t *testing.T) int {
 // once, signed with the secret listen printed. The stream's own planned ends (every 5 s here)
 // and heartbeats run along.
 func TestCLIListenResumesAcrossCuts(t *testing.T) {
-	events := 1000
-	if testing.Short() {
-		events = 300
-	}
+	const events = 1000
 	p := startWith(t, stackConfig{env: gatewayLimitsOff, programEnv: map[string]map[string]string{
 		"webhooks-svc": {"WEBHOOKS_STREAM_HEARTBEAT": "500ms", "WEBHOOKS_STREAM_MAX_DURATION": "5s"},
 	}})
