@@ -13,7 +13,6 @@ import (
 	"github.com/valyala/fasthttp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/trace"
 
 	"rentalplatform/gateway/internal/adapters/upstream"
 	"rentalplatform/gateway/internal/app"
@@ -139,11 +138,8 @@ func (p *public) serveHosted(c *fiber.Ctx, page hostedPage) error {
 		}
 	}
 
-	ctx, span := c.UserContext(), trace.SpanFromContext(c.UserContext())
+	ctx, span := p.forwardSpan(c, page.service, method)
 	if span.IsRecording() {
-		ctx, span = p.tracer.Start(ctx, "forward "+page.service.Name(),
-			trace.WithSpanKind(trace.SpanKindClient),
-			trace.WithAttributes(attribute.String("rental.upstream", page.service.Name()), attribute.String("http.request.method", method)))
 		defer span.End()
 	}
 	fiberx.InjectTraceContext(ctx, p.propagator, &out.Header)

@@ -274,6 +274,19 @@ func bearer(h []byte) (string, bool) {
 
 const headerLastEventID = "Last-Event-ID"
 
+// forwardSpan returns the context of a call to service: a span of its own only when the
+// request's span records (the caller ends it then); otherwise the request's span context,
+// which the service gets unsampled and samples out too.
+func (p *public) forwardSpan(c *fiber.Ctx, service *upstream.Upstream, method string) (context.Context, trace.Span) {
+	ctx, span := c.UserContext(), trace.SpanFromContext(c.UserContext())
+	if span.IsRecording() {
+		ctx, span = p.tracer.Start(ctx, "forward "+service.Name(),
+			trace.WithSpanKind(trace.SpanKindClient),
+			trace.WithAttributes(attribute.String("rental.upstream", service.Name()), attribute.String("http.request.method", method)))
+	}
+	return ctx, span
+}
+
 // forward signs the request, sends it to the service and copies the answer back. A POST with
 // an Idempotency-Key runs at most once per key: see idempotency.go.
 func (p *public) forward(c *fiber.Ctx, key domain.Key, rt route, method, path, idemKey string) error {
@@ -318,13 +331,8 @@ func (p *public) forward(c *fiber.Ctx, key domain.Key, rt route, method, path, i
 		return err
 	}
 
-	// The call is a span of its own only when the request's span records; otherwise the
-	// service gets the request's span context (unsampled: the service samples it out too).
-	ctx, span := c.UserContext(), trace.SpanFromContext(c.UserContext())
+	ctx, span := p.forwardSpan(c, rt.service, method)
 	if span.IsRecording() {
-		ctx, span = p.tracer.Start(ctx, "forward "+rt.service.Name(),
-			trace.WithSpanKind(trace.SpanKindClient),
-			trace.WithAttributes(attribute.String("rental.upstream", rt.service.Name()), attribute.String("http.request.method", method)))
 		defer span.End()
 	}
 	fiberx.InjectTraceContext(ctx, p.propagator, &out.Header)
