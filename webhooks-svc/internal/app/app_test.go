@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"testing"
@@ -501,4 +502,70 @@ func TestInlineFirstAttemptsBoundedPerEndpoint(t *testing.T) {
 		t.Fatalf("tasks %v, %d sends: want the second delivery queued, one send in flight", e.sched.tasks, e.sender.sends())
 	}
 	close(e.sender.hold)
+}
+
+// A fan-out that dies half-way with its task lost (Redis lost it, and no publisher publishes the
+// event again) leaves the event stored and delivered nowhere: the sweep finishes it, as the
+// task's redelivery would have, once the event is older than its grace; an event fanned out
+// whole is not touched.
+func TestCompleteFanOutsAfterALostTask(t *testing.T) {
+	t.Parallel()
+	for _, inline := range []bool{false, true} {
+		t.Run(fmt.Sprintf("inline=%v", inline), func(t *testing.T) {
+			t.Parallel()
+			e := newEnvWith(t, func(c *app.Config) {
+				if inline {
+					c.InlineWait, c.InlineConcurrency = time.Second, 10
+				}
+			})
+			e.endpoint(t, "*")
+			e.endpoint(t, "payment_request.failed")
+			whole := e.event(t, "payment_request.failed")
+			if err := e.svc.Ingest(t.Context(), whole); err != nil {
+				t.Fatal(err)
+			}
+			none := e.event(t, "verification_session.created") // one target: fanned out whole too
+			if err := e.svc.Ingest(t.Context(), none); err != nil {
+				t.Fatal(err)
+			}
+			lost := e.event(t, "payment_request.failed")
+			e.delivs.failAt = e.delivs.creates + 2
+			if err := e.svc.Ingest(t.Context(), lost); err == nil {
+				t.Fatal("the crash went unnoticed")
+			}
+			tasks := e.sched.count()
+
+			// Within the grace the fan-out may still be running: left alone.
+			if n, err := e.svc.CompleteFanOuts(t.Context(), time.Hour); err != nil || n != 0 {
+				t.Fatalf("within the grace: %d completed, %v", n, err)
+			}
+			// A sweep a minute later (a grace reaching past now).
+			n, err := e.svc.CompleteFanOuts(t.Context(), -time.Minute)
+			if err != nil || n != 1 {
+				t.Fatalf("the sweep completed %d fan-outs (%v), want 1 (the lost one)", n, err)
+			}
+			rec, err := e.events.Load(t.Context(), lost.ID)
+			if err != nil || !rec.FannedOut || len(rec.Targets) != 2 {
+				t.Fatalf("after the sweep: %+v %v", rec, err)
+			}
+			// Inline, the first delivery was stored with its first attempt answered (200)
+			// before the crash: the event learns it succeeded, and only the other is queued.
+			want := 2
+			if inline {
+				want = 1
+			}
+			for _, tg := range rec.Targets {
+				d, err := e.delivs.Load(t.Context(), tg.Delivery)
+				if err != nil || d.Endpoint() != tg.Endpoint || d.Status() != tg.Status {
+					t.Fatalf("delivery %s: %v %v (the event says %s)", tg.Delivery, d, err, tg.Status)
+				}
+			}
+			if e.sched.count() != tasks+want {
+				t.Fatalf("%d attempt tasks queued by the sweep, want %d", e.sched.count()-tasks, want)
+			}
+			if n, err := e.svc.CompleteFanOuts(t.Context(), -time.Minute); err != nil || n != 0 {
+				t.Fatalf("a second sweep completed %d (%v), want 0", n, err)
+			}
+		})
+	}
 }

@@ -61,6 +61,9 @@ func (f *firstAttempt) await(deadline <-chan struct{}) bool {
 // fanOutInline makes the first attempt of each fresh delivery of ev, stores the deliveries, and
 // has their states take effect. ds are new, due, and not stored yet.
 func (s *Service) fanOutInline(ctx context.Context, ev events.Event, ds []*domain.Delivery) error {
+	if len(ds) == 0 {
+		return nil // stored fanned out (NewEventRecord): no write to make
+	}
 	var flights []*firstAttempt
 	for _, d := range ds {
 		if f := s.startFirstAttempt(ctx, ev, d); f != nil {
@@ -79,7 +82,7 @@ func (s *Service) fanOutInline(ctx context.Context, ev events.Event, ds []*domai
 		return err // the fan-out runs again, attempts included
 	}
 	// What settle does for one delivery, for all of them: queue what is due, then tell the
-	// event where every delivery stands in one write.
+	// event that its deliveries are stored and where every one stands, in one write.
 	statuses := make(map[string]domain.DeliveryStatus, len(ds))
 	for i, d := range ds {
 		if !created[i] {
@@ -98,7 +101,7 @@ func (s *Service) fanOutInline(ctx context.Context, ev events.Event, ds []*domai
 		}
 		statuses[d.ID()] = d.Status()
 	}
-	err = s.Events.SetDeliveryStatuses(ctx, ev.ID, statuses)
+	err = s.Events.SetFannedOut(ctx, ev.ID, statuses)
 	if err != nil && !errors.Is(err, domain.ErrEventNotFound) {
 		return err
 	}

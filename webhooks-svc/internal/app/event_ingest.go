@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -30,6 +31,15 @@ func (s *Service) Ingest(ctx context.Context, ev events.Event) error {
 			return fmt.Errorf("event feed: %w", err)
 		}
 	}
+	ds := s.deliveriesOf(rec)
+	if fresh && s.inline != nil {
+		return s.fanOutInline(ctx, rec.Event, ds)
+	}
+	return s.fanOutQueued(ctx, rec, ds)
+}
+
+// deliveriesOf returns the deliveries of rec's targets as made now, not stored yet.
+func (s *Service) deliveriesOf(rec *domain.EventRecord) []*domain.Delivery {
 	now := s.Now()
 	ds := make([]*domain.Delivery, len(rec.Targets))
 	for i, t := range rec.Targets {
@@ -39,25 +49,66 @@ func (s *Service) Ingest(ctx context.Context, ev events.Event) error {
 			EventCreated: time.Unix(rec.Event.Created, 0), Created: now,
 		})
 	}
-	if fresh && s.inline != nil {
-		return s.fanOutInline(ctx, rec.Event, ds)
-	}
+	return ds
+}
+
+// fanOutQueued stores rec's deliveries ds where they are not yet, queues each one's attempt
+// unless it is queued, and then records the event fanned out.
+func (s *Service) fanOutQueued(ctx context.Context, rec *domain.EventRecord, ds []*domain.Delivery) error {
 	created, err := s.Deliveries.CreateAll(ctx, ds)
 	if err != nil {
 		return err
 	}
+	moved := map[string]domain.DeliveryStatus{} // deliveries stored earlier that moved on
 	for i, d := range ds {
 		if !created[i] {
-			// Made by an earlier run of this task: it may have moved on since.
+			// Made by an earlier run of this task: it may have moved on since (an inline first
+			// attempt answered before the run died), and the event may not know.
 			if d, err = s.Deliveries.Load(ctx, d.ID()); err != nil {
 				return err
+			}
+			if st, _ := rec.Status(d.ID()); st != d.Status() {
+				moved[d.ID()] = d.Status()
 			}
 		}
 		if err := s.ensureScheduled(ctx, d); err != nil {
 			return err
 		}
 	}
+	switch {
+	case !rec.FannedOut:
+		err = s.Events.SetFannedOut(ctx, rec.Event.ID, moved)
+	case len(moved) > 0:
+		err = s.Events.SetDeliveryStatuses(ctx, rec.Event.ID, moved)
+	}
+	if err != nil && !errors.Is(err, domain.ErrEventNotFound) {
+		return err
+	}
 	return nil
+}
+
+// unfannedBatch bounds one CompleteFanOuts pass.
+const unfannedBatch = 500
+
+// CompleteFanOuts fans out the events stored more than grace ago whose fan-out did not finish:
+// the process died half-way and the task that would have run it again was lost with what Redis
+// held (a flush, or the embedded Redis dying with the local platform), and the event is not
+// among those its publisher publishes again (libs/outbox, retention.go). Their deliveries are
+// made as the fan-out would have made them, and queued. It returns how many events it completed.
+func (s *Service) CompleteFanOuts(ctx context.Context, grace time.Duration) (int, error) {
+	recs, err := s.Events.Unfanned(ctx, s.Now().Add(-grace), unfannedBatch)
+	if err != nil {
+		return 0, err
+	}
+	for i, rec := range recs {
+		if err := s.fanOutQueued(ctx, rec, s.deliveriesOf(rec)); err != nil {
+			return i, fmt.Errorf("completing the fan-out of %s: %w", rec.Event.ID, err)
+		}
+	}
+	if len(recs) > 0 {
+		s.Log.WarnContext(ctx, "completed fan-outs that were interrupted and whose task was lost", "events", len(recs))
+	}
+	return len(recs), nil
 }
 
 // store records a new event with the endpoints subscribed to it now (or, for an event with its

@@ -20,11 +20,16 @@ type Target struct {
 type EventRecord struct {
 	Event   events.Event
 	Targets []Target
+	// FannedOut tells that the deliveries of every target are stored. Until then a fan-out
+	// interrupted with its task lost (the process died and Redis lost what it held) leaves the
+	// event stored and delivered nowhere: the sweep finds it by this (EventRepository.Unfanned).
+	FannedOut bool
 }
 
-// NewEventRecord returns the record of ev, about to be delivered to targets (all pending).
+// NewEventRecord returns the record of ev, about to be delivered to targets (all pending). A
+// record with no target has nothing to fan out.
 func NewEventRecord(ev events.Event, targets []Target) *EventRecord {
-	r := &EventRecord{Event: ev, Targets: slices.Clone(targets)}
+	r := &EventRecord{Event: ev, Targets: slices.Clone(targets), FannedOut: len(targets) == 0}
 	r.Event.PendingWebhooks = r.PendingWebhooks()
 	return r
 }

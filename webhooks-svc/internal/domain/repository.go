@@ -71,6 +71,12 @@ type EventRepository interface {
 	// SetDeliveryStatuses is SetDeliveryStatus for several deliveries of the event at once
 	// (keyed by delivery id), in one write.
 	SetDeliveryStatuses(ctx context.Context, event string, statuses map[string]DeliveryStatus) error
+	// SetFannedOut records that the event's deliveries are stored (EventRecord.FannedOut), with
+	// where the given ones stand (as SetDeliveryStatuses), in one write.
+	SetFannedOut(ctx context.Context, event string, statuses map[string]DeliveryStatus) error
+	// Unfanned returns up to limit records created before t whose deliveries may not all be
+	// stored (FannedOut false), oldest first.
+	Unfanned(ctx context.Context, before time.Time, limit int) ([]*EventRecord, error)
 	// Purge removes the events created before t and returns how many.
 	Purge(ctx context.Context, before time.Time) (int64, error)
 }

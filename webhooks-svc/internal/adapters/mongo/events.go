@@ -7,6 +7,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"rentalplatform/libs/docstore"
 	"rentalplatform/libs/domainerr"
@@ -60,7 +61,7 @@ func (r *Events) EnsureIndexes(ctx context.Context, retention time.Duration) (tt
 }
 
 // EventIndexes are the list indexes (account and mode, then each filter, then _id for the
-// newest-first order) and the purge's index on created.
+// newest-first order), the purge's index on created, and the sweep's of unfinished fan-outs.
 func EventIndexes() []mongo.IndexModel {
 	return []mongo.IndexModel{
 		docstore.ListIndex("account_livemode_id"),
@@ -68,6 +69,7 @@ func EventIndexes() []mongo.IndexModel {
 		docstore.ListIndex("account_livemode_family_id", "family"),
 		docstore.ListIndex("account_livemode_delivery_success_id", "delivery_success"),
 		docstore.Index("created", "created"),
+		docstore.Index("fanned_out_created", "fanned_out", "created"),
 	}
 }
 
@@ -85,6 +87,9 @@ type eventDoc struct {
 	Targets         []targetDoc `bson:"targets"`
 	PendingWebhooks int         `bson:"pending_webhooks"`
 	DeliverySuccess bool        `bson:"delivery_success"`
+	// FannedOut is domain.EventRecord.FannedOut. Records stored before it existed lack it, and
+	// the sweep's query (fanned_out: false) passes them by: they were fanned out long ago.
+	FannedOut bool `bson:"fanned_out"`
 }
 
 type targetDoc struct {
@@ -103,6 +108,7 @@ func toEventDoc(r *domain.EventRecord) eventDoc {
 		Meta: docstore.Meta{ID: e.ID}, Doc: outbox.ToDoc(context.Background(), nil, e), Family: eventtype.Family(e.Type),
 		CreatedAt: time.Unix(e.Created, 0).UTC(),
 		Targets:   targets, PendingWebhooks: r.PendingWebhooks(), DeliverySuccess: r.DeliverySuccess(),
+		FannedOut: r.FannedOut,
 	}
 }
 
@@ -116,7 +122,7 @@ func (d eventDoc) record() *domain.EventRecord {
 	for i, t := range d.Targets {
 		targets[i] = domain.Target{Delivery: t.Delivery, Endpoint: t.Endpoint, Status: domain.DeliveryStatus(t.Status)}
 	}
-	r := &domain.EventRecord{Event: e, Targets: targets}
+	r := &domain.EventRecord{Event: e, Targets: targets, FannedOut: d.FannedOut}
 	r.Event.PendingWebhooks = r.PendingWebhooks()
 	return r
 }
@@ -195,6 +201,34 @@ func (r *Events) SetDeliveryStatuses(ctx context.Context, event string, statuses
 		return nil
 	})
 	return err
+}
+
+// SetFannedOut implements domain.EventRepository.
+func (r *Events) SetFannedOut(ctx context.Context, event string, statuses map[string]domain.DeliveryStatus) error {
+	_, err := r.records.UpdateAny(ctx, event, func(rec *domain.EventRecord) error {
+		rec.FannedOut = true
+		for del, st := range statuses {
+			rec.SetStatus(del, st)
+		}
+		return nil
+	})
+	return err
+}
+
+// Unfanned implements domain.EventRepository.
+func (r *Events) Unfanned(ctx context.Context, before time.Time, limit int) ([]*domain.EventRecord, error) {
+	docs, err := r.docs.Find(ctx, bson.D{
+		{Key: "fanned_out", Value: false},
+		{Key: "created", Value: bson.D{{Key: "$lt", Value: before.Unix()}}},
+	}, options.Find().SetSort(bson.D{{Key: "created", Value: 1}}).SetLimit(int64(limit)))
+	if err != nil {
+		return nil, fmt.Errorf("events not fanned out: %w", err)
+	}
+	out := make([]*domain.EventRecord, len(docs))
+	for i, d := range docs {
+		out[i] = d.record()
+	}
+	return out, nil
 }
 
 // Purge implements domain.EventRepository.

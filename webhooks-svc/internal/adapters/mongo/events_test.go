@@ -233,3 +233,45 @@ func TestEventPaging(t *testing.T) {
 		t.Fatalf("paged %d events, newest first: %v", len(seen), seen)
 	}
 }
+
+// Unfanned finds the records whose deliveries are not all stored, created before the time
+// given, oldest first; a record with no target, or one set fanned out, is never among them.
+func TestEventsUnfanned(t *testing.T) {
+	t.Parallel()
+	db := servicetest.Store(t)
+	repo := mongo.NewEvents(db)
+	if _, err := repo.EnsureIndexes(t.Context(), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	f := newEventFixture(t, repo)
+	now := time.Now().Truncate(time.Second)
+	older := f.insert("payment_request.failed", now.Add(-3*time.Minute), false, 2)
+	old := f.insert("payment_request.failed", now.Add(-2*time.Minute), true, 1)
+	done := f.insert("payment_request.failed", now.Add(-2*time.Minute), false, 1)
+	f.insert("payment_request.failed", now.Add(-2*time.Minute), false, 0) // nothing to fan out
+	f.insert("payment_request.failed", now, false, 1)                     // within the grace
+	if err := repo.SetFannedOut(t.Context(), done.Event.ID, map[string]domain.DeliveryStatus{done.Targets[0].Delivery: domain.DeliverySucceeded}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := repo.Unfanned(t.Context(), now.Add(-time.Minute), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, r := range got {
+		ids = append(ids, r.Event.ID)
+		if r.FannedOut || len(r.Targets) == 0 {
+			t.Errorf("%s: %+v", r.Event.ID, r)
+		}
+	}
+	if want := []string{older.Event.ID, old.Event.ID}; !slices.Equal(ids, want) {
+		t.Fatalf("Unfanned = %v; want %v (oldest first)", ids, want)
+	}
+	if got, _ := repo.Unfanned(t.Context(), now.Add(-time.Minute), 1); len(got) != 1 || got[0].Event.ID != older.Event.ID {
+		t.Fatalf("Unfanned with limit 1 = %v", got)
+	}
+	rec, err := repo.Load(t.Context(), done.Event.ID)
+	if err != nil || !rec.FannedOut || rec.PendingWebhooks() != 0 || !rec.DeliverySuccess() {
+		t.Fatalf("after SetFannedOut: %+v %v", rec, err)
+	}
+}

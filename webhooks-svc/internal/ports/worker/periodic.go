@@ -19,9 +19,12 @@ func Purge(svc *app.Service, log *slog.Logger) func(context.Context) error {
 	}
 }
 
-// Reschedule is the job that queues again attempts whose task was lost.
+// Reschedule is the job that finishes fan-outs and queues again attempts whose task was lost.
 func Reschedule(svc *app.Service, grace time.Duration) func(context.Context) error {
 	return func(ctx context.Context) error {
+		if _, err := svc.CompleteFanOuts(ctx, grace); err != nil {
+			return err
+		}
 		_, err := svc.RescheduleOverdue(ctx, grace)
 		return err
 	}
