@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net/url"
+	"strings"
 	"time"
 
 	"rentalplatform/libs/config"
@@ -35,6 +37,9 @@ type Config struct {
 	StreamMaxDuration time.Duration
 	StreamRetention   time.Duration
 	StreamMaxEvents   int
+	// PortalBaseURL is where webhook portal links point ("" derives it from the address the
+	// client used, as the gateway forwards it).
+	PortalBaseURL string
 }
 
 func loadConfig(getenv config.Getenv) (Config, error) {
@@ -56,6 +61,7 @@ func loadConfig(getenv config.Getenv) (Config, error) {
 		StreamMaxDuration: r.PositiveDuration("WEBHOOKS_STREAM_MAX_DURATION", 50*time.Second),
 		StreamRetention:   r.PositiveDuration("WEBHOOKS_STREAM_RETENTION", time.Hour),
 		StreamMaxEvents:   r.Int("WEBHOOKS_STREAM_MAX_EVENTS", 10000, 100, 1000000),
+		PortalBaseURL:     strings.TrimRight(r.String("WEBHOOKS_PORTAL_BASE_URL", ""), "/"),
 	}
 	errs := []error{baseErr, r.Err()}
 	var err error
@@ -73,8 +79,25 @@ func loadConfig(getenv config.Getenv) (Config, error) {
 	if cfg.StreamHeartbeat >= cfg.StreamMaxDuration {
 		errs = append(errs, fmt.Errorf("WEBHOOKS_STREAM_HEARTBEAT must be shorter than WEBHOOKS_STREAM_MAX_DURATION"))
 	}
+	if err := checkBaseURL(cfg.PortalBaseURL); err != nil {
+		errs = append(errs, fmt.Errorf("WEBHOOKS_PORTAL_BASE_URL: %w", err))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)
 	}
 	return cfg, nil
+}
+
+// checkBaseURL accepts "" or an absolute http(s) URL with a host and nothing after its path:
+// the public origin (and path prefix, if any) the portal's links start with.
+func checkBaseURL(s string) error {
+	if s == "" {
+		return nil
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+		u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(s, "?") || strings.HasSuffix(s, "#") {
+		return fmt.Errorf("must be an http or https URL with a host and no query (e.g. https://api.example.com), got %q", s)
+	}
+	return nil
 }

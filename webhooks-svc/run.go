@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -19,6 +20,7 @@ import (
 	"rentalplatform/webhooks-svc/internal/adapters/webhookhttp"
 	"rentalplatform/webhooks-svc/internal/app"
 	httpport "rentalplatform/webhooks-svc/internal/ports/http"
+	"rentalplatform/webhooks-svc/internal/ports/portal"
 	"rentalplatform/webhooks-svc/internal/ports/worker"
 	"rentalplatform/webhooks-svc/internal/tasks"
 )
@@ -39,7 +41,8 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	if err != nil {
 		return err
 	}
-	rt, err := service.Start(ctx, spec().Name, cfg.Base, stdout)
+	// The webhook portal's pages take the gateway's hosted-page identity, and only it.
+	rt, err := service.Start(ctx, spec().Name, cfg.Base, stdout, service.WithHostedPages(portal.Prefix))
 	if err != nil {
 		return err
 	}
@@ -54,8 +57,9 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	endpoints := mongo.NewRepository(rt.Store, q.Relay, emitter, cfg.EndpointCacheTTL)
 	eventStore := mongo.NewEvents(rt.Store)
 	deliveries := mongo.NewDeliveries(rt.Store)
+	portals := mongo.NewPortalSessions(rt.Store)
 	if err := service.EnsureIndexes(ctx, endpoints, retained{"events", eventStore, cfg.EventsRetention, log},
-		retained{"webhook_deliveries", deliveries, cfg.EventsRetention, log}); err != nil {
+		retained{"webhook_deliveries", deliveries, cfg.EventsRetention, log}, portals); err != nil {
 		return fail(err)
 	}
 	if cfg.AllowPrivate || cfg.TLSInsecure {
@@ -72,6 +76,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		Endpoints:  endpoints,
 		Events:     eventStore,
 		Deliveries: deliveries,
+		Portals:    portals,
 		Scheduler:  asynqadapter.NewScheduler(q.Producer, q.Redis, cfg.Timeout),
 		Sender:     sender,
 		Feed: redisadapter.NewFeed(q.Redis, redisadapter.Config{
@@ -88,6 +93,10 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	})
 	httpport.Register(rt.App, svc, httpport.StreamConfig{Ctx: ctx, Heartbeat: cfg.StreamHeartbeat,
 		MaxDuration: cfg.StreamMaxDuration, Log: log})
+	httpport.RegisterPortalSessions(rt.App, svc, httpport.PortalConfig{BaseURL: cfg.PortalBaseURL})
+	if err := portal.Register(rt.App, svc, portal.Config{SecureCookie: strings.HasPrefix(cfg.PortalBaseURL, "https://"), Log: log}); err != nil {
+		return fail(err)
+	}
 
 	if err := work(rt, q, svc, cfg); err != nil {
 		return fail(err)
@@ -115,6 +124,12 @@ func work(rt *service.Runtime, q *service.Queue, svc *app.Service, cfg Config) e
 	})
 	rt.Go(func(ctx context.Context) {
 		service.Every(ctx, rt.Log, "reschedule", rescheduleEvery, worker.Reschedule(svc, rescheduleEvery))
+	})
+	rt.Go(func(ctx context.Context) {
+		service.Every(ctx, rt.Log, "portal purge", time.Hour, func(ctx context.Context) error {
+			_, err := svc.PurgePortalSessions(ctx)
+			return err
+		})
 	})
 	return nil
 }

@@ -393,6 +393,24 @@ func (e CreateWebhookEndpointBodyApiVersion) Valid() bool {
 	}
 }
 
+// Defines values for CreateWebhookPortalSessionBodyAccess.
+const (
+	CreateWebhookPortalSessionBodyAccessReadOnly  CreateWebhookPortalSessionBodyAccess = "read_only"
+	CreateWebhookPortalSessionBodyAccessReadWrite CreateWebhookPortalSessionBodyAccess = "read_write"
+)
+
+// Valid indicates whether the value is a known member of the CreateWebhookPortalSessionBodyAccess enum.
+func (e CreateWebhookPortalSessionBodyAccess) Valid() bool {
+	switch e {
+	case CreateWebhookPortalSessionBodyAccessReadOnly:
+		return true
+	case CreateWebhookPortalSessionBodyAccessReadWrite:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for DebtPaymentObject.
 const (
 	DebtPaymentObjectDebtPayment DebtPaymentObject = "debt_payment"
@@ -2451,6 +2469,60 @@ func (e WebhookEndpointWithSecretStatus) Valid() bool {
 	}
 }
 
+// Defines values for WebhookPortalSessionAccess.
+const (
+	WebhookPortalSessionAccessReadOnly  WebhookPortalSessionAccess = "read_only"
+	WebhookPortalSessionAccessReadWrite WebhookPortalSessionAccess = "read_write"
+)
+
+// Valid indicates whether the value is a known member of the WebhookPortalSessionAccess enum.
+func (e WebhookPortalSessionAccess) Valid() bool {
+	switch e {
+	case WebhookPortalSessionAccessReadOnly:
+		return true
+	case WebhookPortalSessionAccessReadWrite:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookPortalSessionObject.
+const (
+	WebhookPortalSessionObjectWebhookPortalSession WebhookPortalSessionObject = "webhook_portal_session"
+)
+
+// Valid indicates whether the value is a known member of the WebhookPortalSessionObject enum.
+func (e WebhookPortalSessionObject) Valid() bool {
+	switch e {
+	case WebhookPortalSessionObjectWebhookPortalSession:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PortalNotice.
+const (
+	PortalNoticeDisabled PortalNotice = "disabled"
+	PortalNoticeEnabled  PortalNotice = "enabled"
+	PortalNoticeRetried  PortalNotice = "retried"
+)
+
+// Valid indicates whether the value is a known member of the PortalNotice enum.
+func (e PortalNotice) Valid() bool {
+	switch e {
+	case PortalNoticeDisabled:
+		return true
+	case PortalNoticeEnabled:
+		return true
+	case PortalNoticeRetried:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for WebhookUserAgentHeader.
 const (
 	WebhookUserAgentHeaderRentalPlatformWebhooks10 WebhookUserAgentHeader = "RentalPlatform-Webhooks/1.0"
@@ -2475,6 +2547,48 @@ const (
 func (e CheckLiveness200JSONResponseBodyStatus) Valid() bool {
 	switch e {
 	case Ok:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RetrieveWebhookPortalDeliveryParamsNotice.
+const (
+	RetrieveWebhookPortalDeliveryParamsNoticeDisabled RetrieveWebhookPortalDeliveryParamsNotice = "disabled"
+	RetrieveWebhookPortalDeliveryParamsNoticeEnabled  RetrieveWebhookPortalDeliveryParamsNotice = "enabled"
+	RetrieveWebhookPortalDeliveryParamsNoticeRetried  RetrieveWebhookPortalDeliveryParamsNotice = "retried"
+)
+
+// Valid indicates whether the value is a known member of the RetrieveWebhookPortalDeliveryParamsNotice enum.
+func (e RetrieveWebhookPortalDeliveryParamsNotice) Valid() bool {
+	switch e {
+	case RetrieveWebhookPortalDeliveryParamsNoticeDisabled:
+		return true
+	case RetrieveWebhookPortalDeliveryParamsNoticeEnabled:
+		return true
+	case RetrieveWebhookPortalDeliveryParamsNoticeRetried:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RetrieveWebhookPortalEndpointParamsNotice.
+const (
+	RetrieveWebhookPortalEndpointParamsNoticeDisabled RetrieveWebhookPortalEndpointParamsNotice = "disabled"
+	RetrieveWebhookPortalEndpointParamsNoticeEnabled  RetrieveWebhookPortalEndpointParamsNotice = "enabled"
+	RetrieveWebhookPortalEndpointParamsNoticeRetried  RetrieveWebhookPortalEndpointParamsNotice = "retried"
+)
+
+// Valid indicates whether the value is a known member of the RetrieveWebhookPortalEndpointParamsNotice enum.
+func (e RetrieveWebhookPortalEndpointParamsNotice) Valid() bool {
+	switch e {
+	case RetrieveWebhookPortalEndpointParamsNoticeDisabled:
+		return true
+	case RetrieveWebhookPortalEndpointParamsNoticeEnabled:
+		return true
+	case RetrieveWebhookPortalEndpointParamsNoticeRetried:
 		return true
 	default:
 		return false
@@ -3481,6 +3595,21 @@ type CreateWebhookEndpointBody struct {
 // CreateWebhookEndpointBodyApiVersion The API version the endpoint's events are rendered in; fixed for the endpoint's life. Default the current one.
 type CreateWebhookEndpointBodyApiVersion string
 
+// CreateWebhookPortalSessionBody defines model for CreateWebhookPortalSessionBody.
+type CreateWebhookPortalSessionBody struct {
+	// Access `read_only`: the pages show, and nothing can be changed. `read_write`: also retry deliveries, rotate secrets, disable and enable endpoints.
+	Access *CreateWebhookPortalSessionBodyAccess `json:"access,omitempty"`
+
+	// Endpoint Show only this endpoint (its deliveries, and the events sent to it). Default every endpoint of the account in this mode.
+	Endpoint *string `json:"endpoint,omitempty"`
+
+	// ReturnUrl Where the pages' "Back" link goes (an `https://` URL, checked like every URL of the API).
+	ReturnUrl *string `json:"return_url,omitempty"`
+}
+
+// CreateWebhookPortalSessionBodyAccess `read_only`: the pages show, and nothing can be changed. `read_write`: also retry deliveries, rotate secrets, disable and enable endpoints.
+type CreateWebhookPortalSessionBodyAccess string
+
 // DebtPayment A payment the debtor made against a case, in the case's currency. It carries `is_test`, not `livemode`.
 type DebtPayment struct {
 	Amount int64 `json:"amount"`
@@ -4393,6 +4522,12 @@ type PaymentRequestParams struct {
 // waits (`next_retry_at`); then `succeeded`, `failed` or `cancelled`.
 type PaymentRequestStatus string
 
+// PortalActionForm A portal action's form.
+type PortalActionForm struct {
+	// Csrf The page's CSRF value (an HMAC of the session's id keyed with its token); without it, or wrong, the action is 403.
+	Csrf string `json:"csrf"`
+}
+
 // Readiness defines model for Readiness.
 type Readiness struct {
 	// Checks Each dependency's result, `ok` or what failed.
@@ -5190,6 +5325,35 @@ type WebhookEndpointWithSecretObject string
 // A disabled endpoint gets no deliveries.
 type WebhookEndpointWithSecretStatus string
 
+// WebhookPortalSession defines model for WebhookPortalSession.
+type WebhookPortalSession struct {
+	Access WebhookPortalSessionAccess `json:"access"`
+
+	// Created Unix seconds.
+	Created int `json:"created"`
+
+	// Endpoint The one endpoint the portal shows; null for every endpoint of the account in this mode.
+	Endpoint *string `json:"endpoint"`
+
+	// ExpiresAt Unix seconds, `created` + 3600. The link stops working then.
+	ExpiresAt int                        `json:"expires_at"`
+	Id        string                     `json:"id"`
+	Livemode  bool                       `json:"livemode"`
+	Object    WebhookPortalSessionObject `json:"object"`
+
+	// ReturnUrl The pages' "Back" link, as stored; null for none.
+	ReturnUrl *string `json:"return_url"`
+
+	// Url The link to hand over, with its token. Shown only in this answer.
+	Url string `json:"url"`
+}
+
+// WebhookPortalSessionAccess defines model for WebhookPortalSession.Access.
+type WebhookPortalSessionAccess string
+
+// WebhookPortalSessionObject defines model for WebhookPortalSession.Object.
+type WebhookPortalSessionObject string
+
 // CollectionCaseID defines model for CollectionCaseID.
 type CollectionCaseID = string
 
@@ -5219,6 +5383,24 @@ type PaymentAgreementID = string
 
 // PaymentRequestID defines model for PaymentRequestID.
 type PaymentRequestID = string
+
+// PortalAfter defines model for PortalAfter.
+type PortalAfter = string
+
+// PortalCookie defines model for PortalCookie.
+type PortalCookie = string
+
+// PortalDeliveryID defines model for PortalDeliveryID.
+type PortalDeliveryID = string
+
+// PortalEndpointID defines model for PortalEndpointID.
+type PortalEndpointID = string
+
+// PortalNotice defines model for PortalNotice.
+type PortalNotice string
+
+// PortalSessionID defines model for PortalSessionID.
+type PortalSessionID = string
 
 // StartingAfter defines model for StartingAfter.
 type StartingAfter = string
@@ -5282,6 +5464,75 @@ type RetrieveReferencePageParams struct {
 
 // CheckLiveness200JSONResponseBodyStatus defines parameters for CheckLiveness.
 type CheckLiveness200JSONResponseBodyStatus string
+
+// RetrieveWebhookPortalParams defines parameters for RetrieveWebhookPortal.
+type RetrieveWebhookPortalParams struct {
+	// Token The session's token, as the link carries it (once).
+	Token *string `form:"token,omitempty" json:"token,omitempty"`
+
+	// PortalToken The session's token, as the link's first request stored it (HttpOnly, SameSite=Strict, Path=/portal/<id>).
+	PortalToken *PortalCookie `form:"portal_token,omitempty" json:"portal_token,omitempty"`
+}
+
+// RetrieveWebhookPortalDeliveryParams defines parameters for RetrieveWebhookPortalDelivery.
+type RetrieveWebhookPortalDeliveryParams struct {
+	// Notice The notice shown after an action (the portal's own redirects set it).
+	Notice *RetrieveWebhookPortalDeliveryParamsNotice `form:"notice,omitempty" json:"notice,omitempty"`
+
+	// PortalToken The session's token, as the link's first request stored it (HttpOnly, SameSite=Strict, Path=/portal/<id>).
+	PortalToken *PortalCookie `form:"portal_token,omitempty" json:"portal_token,omitempty"`
+}
+
+// RetrieveWebhookPortalDeliveryParamsNotice defines parameters for RetrieveWebhookPortalDelivery.
+type RetrieveWebhookPortalDeliveryParamsNotice string
+
+// RetryWebhookPortalDeliveryParams defines parameters for RetryWebhookPortalDelivery.
+type RetryWebhookPortalDeliveryParams struct {
+	// PortalToken The session's token, as the link's first request stored it (HttpOnly, SameSite=Strict, Path=/portal/<id>).
+	PortalToken *PortalCookie `form:"portal_token,omitempty" json:"portal_token,omitempty"`
+}
+
+// RetrieveWebhookPortalEndpointParams defines parameters for RetrieveWebhookPortalEndpoint.
+type RetrieveWebhookPortalEndpointParams struct {
+	// After The next (older) page's cursor, as the page's "Older" link carries it.
+	After *PortalAfter `form:"after,omitempty" json:"after,omitempty"`
+
+	// Notice The notice shown after an action (the portal's own redirects set it).
+	Notice *RetrieveWebhookPortalEndpointParamsNotice `form:"notice,omitempty" json:"notice,omitempty"`
+
+	// PortalToken The session's token, as the link's first request stored it (HttpOnly, SameSite=Strict, Path=/portal/<id>).
+	PortalToken *PortalCookie `form:"portal_token,omitempty" json:"portal_token,omitempty"`
+}
+
+// RetrieveWebhookPortalEndpointParamsNotice defines parameters for RetrieveWebhookPortalEndpoint.
+type RetrieveWebhookPortalEndpointParamsNotice string
+
+// DisableWebhookPortalEndpointParams defines parameters for DisableWebhookPortalEndpoint.
+type DisableWebhookPortalEndpointParams struct {
+	// PortalToken The session's token, as the link's first request stored it (HttpOnly, SameSite=Strict, Path=/portal/<id>).
+	PortalToken *PortalCookie `form:"portal_token,omitempty" json:"portal_token,omitempty"`
+}
+
+// EnableWebhookPortalEndpointParams defines parameters for EnableWebhookPortalEndpoint.
+type EnableWebhookPortalEndpointParams struct {
+	// PortalToken The session's token, as the link's first request stored it (HttpOnly, SameSite=Strict, Path=/portal/<id>).
+	PortalToken *PortalCookie `form:"portal_token,omitempty" json:"portal_token,omitempty"`
+}
+
+// RotateWebhookPortalEndpointSecretParams defines parameters for RotateWebhookPortalEndpointSecret.
+type RotateWebhookPortalEndpointSecretParams struct {
+	// PortalToken The session's token, as the link's first request stored it (HttpOnly, SameSite=Strict, Path=/portal/<id>).
+	PortalToken *PortalCookie `form:"portal_token,omitempty" json:"portal_token,omitempty"`
+}
+
+// ListWebhookPortalEventsParams defines parameters for ListWebhookPortalEvents.
+type ListWebhookPortalEventsParams struct {
+	// After The next (older) page's cursor, as the page's "Older" link carries it.
+	After *PortalAfter `form:"after,omitempty" json:"after,omitempty"`
+
+	// PortalToken The session's token, as the link's first request stored it (HttpOnly, SameSite=Strict, Path=/portal/<id>).
+	PortalToken *PortalCookie `form:"portal_token,omitempty" json:"portal_token,omitempty"`
+}
 
 // ListCollectionCasesParams defines parameters for ListCollectionCases.
 type ListCollectionCasesParams struct {
@@ -6001,6 +6252,14 @@ type ListWebhookEndpointDeliveriesParams struct {
 
 // RotateWebhookEndpointSecretParams defines parameters for RotateWebhookEndpointSecret.
 type RotateWebhookEndpointSecretParams struct {
+	// IdempotencyKey Makes a POST safe to retry: the first request with a key runs, a retry with the same
+	// key and the same request gets the first answer (for 24 hours). 1–255 printable ASCII
+	// characters; a UUID is a good choice. Checked on every method, kept only for POST.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// CreateWebhookPortalSessionParams defines parameters for CreateWebhookPortalSession.
+type CreateWebhookPortalSessionParams struct {
 	// IdempotencyKey Makes a POST safe to retry: the first request with a key runs, a retry with the same
 	// key and the same request gets the first answer (for 24 hours). 1–255 printable ASCII
 	// characters; a UUID is a good choice. Checked on every method, kept only for POST.
@@ -6825,6 +7084,18 @@ type ReceiveWebhookEndpointUpdatedParams struct {
 // ReceiveWebhookEndpointUpdatedParamsUserAgent defines parameters for ReceiveWebhookEndpointUpdated.
 type ReceiveWebhookEndpointUpdatedParamsUserAgent string
 
+// RetryWebhookPortalDeliveryFormdataRequestBody defines body for RetryWebhookPortalDelivery for application/x-www-form-urlencoded ContentType.
+type RetryWebhookPortalDeliveryFormdataRequestBody = PortalActionForm
+
+// DisableWebhookPortalEndpointFormdataRequestBody defines body for DisableWebhookPortalEndpoint for application/x-www-form-urlencoded ContentType.
+type DisableWebhookPortalEndpointFormdataRequestBody = PortalActionForm
+
+// EnableWebhookPortalEndpointFormdataRequestBody defines body for EnableWebhookPortalEndpoint for application/x-www-form-urlencoded ContentType.
+type EnableWebhookPortalEndpointFormdataRequestBody = PortalActionForm
+
+// RotateWebhookPortalEndpointSecretFormdataRequestBody defines body for RotateWebhookPortalEndpointSecret for application/x-www-form-urlencoded ContentType.
+type RotateWebhookPortalEndpointSecretFormdataRequestBody = PortalActionForm
+
 // CreateCollectionCaseJSONRequestBody defines body for CreateCollectionCase for application/json ContentType.
 type CreateCollectionCaseJSONRequestBody CreateCollectionCaseJSONBody
 
@@ -6884,6 +7155,9 @@ type UpdateWebhookEndpointJSONRequestBody = UpdateWebhookEndpointBody
 
 // RotateWebhookEndpointSecretJSONRequestBody defines body for RotateWebhookEndpointSecret for application/json ContentType.
 type RotateWebhookEndpointSecretJSONRequestBody = RotateWebhookEndpointSecretBody
+
+// CreateWebhookPortalSessionJSONRequestBody defines body for CreateWebhookPortalSession for application/json ContentType.
+type CreateWebhookPortalSessionJSONRequestBody = CreateWebhookPortalSessionBody
 
 // SubmitHostedVerificationPageFormdataRequestBody defines body for SubmitHostedVerificationPage for application/x-www-form-urlencoded ContentType.
 type SubmitHostedVerificationPageFormdataRequestBody = HostedVerificationForm
@@ -7705,6 +7979,148 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /healthz (the `CheckLiveness` operationId).
 	CheckLiveness(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RetrieveWebhookPortal The webhook portal
+	//
+	// The link of a webhook portal session (`POST /v1/webhook_portal_sessions`), opened in a
+	// browser on the gateway's public address, without an API key. With `?token=…` (the link as
+	// created) the token is checked and kept in a cookie (`portal_token`: `HttpOnly`,
+	// `SameSite=Strict`, `Path=/portal/<id>`, `Secure` over https, `Max-Age` the session's remaining
+	// lifetime), and the browser is sent to `/portal/<id>` without it (303), so the token leaves the
+	// address bar and the history. Without it, the page reads the cookie and lists the session's
+	// endpoints (its one endpoint with an endpoint scope): URL, status and enabled events.
+	//
+	// Every portal page checks the session on every request, its one-hour expiry included. Any
+	// token that does not open the session (wrong, another session's, expired, missing) and any
+	// object the session does not show (another account's or mode's, outside its endpoint) gets
+	// the same 404 page, byte for byte; each counts as a failed authentication of the client
+	// address, as on the verification page. Answers are HTML with `Cache-Control: no-store`,
+	// `Referrer-Policy: no-referrer`, `X-Frame-Options: DENY` and a `Content-Security-Policy` that
+	// loads nothing.
+	//
+	// Corresponds with GET /portal/{id} (the `RetrieveWebhookPortal` operationId).
+	RetrieveWebhookPortal(ctx context.Context, id PortalSessionID, params *RetrieveWebhookPortalParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RetrieveWebhookPortalDelivery The webhook portal: a delivery
+	//
+	// A delivery to an endpoint the session shows: its event (type and id), status, next attempt,
+	// and every attempt, oldest first (number, time, HTTP status or none, duration in
+	// milliseconds, error code with its explanation), and with `read_write` access the retry form.
+	//
+	// Corresponds with GET /portal/{id}/deliveries/{delivery} (the `RetrieveWebhookPortalDelivery` operationId).
+	RetrieveWebhookPortalDelivery(ctx context.Context, id PortalSessionID, delivery PortalDeliveryID, params *RetrieveWebhookPortalDeliveryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RetryWebhookPortalDeliveryWithBody The webhook portal: retry a delivery
+	//
+	// `POST /v1/webhook_deliveries/{id}/retry` for a delivery the session shows (`read_write` only):
+	// sent again now with the same `webhook-id`; then back to the delivery's page with a notice.
+	// A delivery whose endpoint is disabled or deleted is 409 with the reason. Needs the cookie and
+	// the page's `csrf` value.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /portal/{id}/deliveries/{delivery}/retry (the `RetryWebhookPortalDelivery` operationId).
+	RetryWebhookPortalDeliveryWithBody(ctx context.Context, id PortalSessionID, delivery PortalDeliveryID, params *RetryWebhookPortalDeliveryParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RetryWebhookPortalDeliveryWithFormdataBody The webhook portal: retry a delivery
+	//
+	// `POST /v1/webhook_deliveries/{id}/retry` for a delivery the session shows (`read_write` only):
+	// sent again now with the same `webhook-id`; then back to the delivery's page with a notice.
+	// A delivery whose endpoint is disabled or deleted is 409 with the reason. Needs the cookie and
+	// the page's `csrf` value.
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type.
+	//
+	// Corresponds with POST /portal/{id}/deliveries/{delivery}/retry (the `RetryWebhookPortalDelivery` operationId).
+	RetryWebhookPortalDeliveryWithFormdataBody(ctx context.Context, id PortalSessionID, delivery PortalDeliveryID, params *RetryWebhookPortalDeliveryParams, body RetryWebhookPortalDeliveryFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RetrieveWebhookPortalEndpoint The webhook portal: an endpoint
+	//
+	// An endpoint the session shows: its URL, status and events, its deliveries newest first (20 a
+	// page, each with its event's type, status and number of attempts; "Older deliveries" carries
+	// `after`), and with `read_write` access the forms that rotate its signing secret and disable
+	// or enable it.
+	//
+	// Corresponds with GET /portal/{id}/endpoints/{endpoint} (the `RetrieveWebhookPortalEndpoint` operationId).
+	RetrieveWebhookPortalEndpoint(ctx context.Context, id PortalSessionID, endpoint PortalEndpointID, params *RetrieveWebhookPortalEndpointParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DisableWebhookPortalEndpointWithBody The webhook portal: disable an endpoint
+	//
+	// `POST /v1/webhook_endpoints/{id}` with `status: disabled`, for an endpoint the session shows
+	// (`read_write` only), raising `webhook_endpoint.updated` naming this request when the status
+	// changes; then back to the endpoint's page with a notice. Needs the cookie and the page's
+	// `csrf` value.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /portal/{id}/endpoints/{endpoint}/disable (the `DisableWebhookPortalEndpoint` operationId).
+	DisableWebhookPortalEndpointWithBody(ctx context.Context, id PortalSessionID, endpoint PortalEndpointID, params *DisableWebhookPortalEndpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DisableWebhookPortalEndpointWithFormdataBody The webhook portal: disable an endpoint
+	//
+	// `POST /v1/webhook_endpoints/{id}` with `status: disabled`, for an endpoint the session shows
+	// (`read_write` only), raising `webhook_endpoint.updated` naming this request when the status
+	// changes; then back to the endpoint's page with a notice. Needs the cookie and the page's
+	// `csrf` value.
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type.
+	//
+	// Corresponds with POST /portal/{id}/endpoints/{endpoint}/disable (the `DisableWebhookPortalEndpoint` operationId).
+	DisableWebhookPortalEndpointWithFormdataBody(ctx context.Context, id PortalSessionID, endpoint PortalEndpointID, params *DisableWebhookPortalEndpointParams, body DisableWebhookPortalEndpointFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// EnableWebhookPortalEndpointWithBody The webhook portal: enable an endpoint
+	//
+	// `POST /v1/webhook_endpoints/{id}` with `status: enabled` (its pending deliveries are sent at
+	// once), as disable. Needs the cookie and the page's `csrf` value.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /portal/{id}/endpoints/{endpoint}/enable (the `EnableWebhookPortalEndpoint` operationId).
+	EnableWebhookPortalEndpointWithBody(ctx context.Context, id PortalSessionID, endpoint PortalEndpointID, params *EnableWebhookPortalEndpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// EnableWebhookPortalEndpointWithFormdataBody The webhook portal: enable an endpoint
+	//
+	// `POST /v1/webhook_endpoints/{id}` with `status: enabled` (its pending deliveries are sent at
+	// once), as disable. Needs the cookie and the page's `csrf` value.
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type.
+	//
+	// Corresponds with POST /portal/{id}/endpoints/{endpoint}/enable (the `EnableWebhookPortalEndpoint` operationId).
+	EnableWebhookPortalEndpointWithFormdataBody(ctx context.Context, id PortalSessionID, endpoint PortalEndpointID, params *EnableWebhookPortalEndpointParams, body EnableWebhookPortalEndpointFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RotateWebhookPortalEndpointSecretWithBody The webhook portal: rotate an endpoint's secret
+	//
+	// `POST /v1/webhook_endpoints/{id}/rotate_secret` with its defaults, for an endpoint the session
+	// shows (`read_write` only): the answer is a page that shows the new secret, once; the previous
+	// one keeps signing next to it for 24 hours. No event is raised (the secret is not part of the
+	// endpoint object). Needs the cookie and the page's `csrf` value.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /portal/{id}/endpoints/{endpoint}/rotate_secret (the `RotateWebhookPortalEndpointSecret` operationId).
+	RotateWebhookPortalEndpointSecretWithBody(ctx context.Context, id PortalSessionID, endpoint PortalEndpointID, params *RotateWebhookPortalEndpointSecretParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RotateWebhookPortalEndpointSecretWithFormdataBody The webhook portal: rotate an endpoint's secret
+	//
+	// `POST /v1/webhook_endpoints/{id}/rotate_secret` with its defaults, for an endpoint the session
+	// shows (`read_write` only): the answer is a page that shows the new secret, once; the previous
+	// one keeps signing next to it for 24 hours. No event is raised (the secret is not part of the
+	// endpoint object). Needs the cookie and the page's `csrf` value.
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type.
+	//
+	// Corresponds with POST /portal/{id}/endpoints/{endpoint}/rotate_secret (the `RotateWebhookPortalEndpointSecret` operationId).
+	RotateWebhookPortalEndpointSecretWithFormdataBody(ctx context.Context, id PortalSessionID, endpoint PortalEndpointID, params *RotateWebhookPortalEndpointSecretParams, body RotateWebhookPortalEndpointSecretFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListWebhookPortalEvents The webhook portal: recent events
+	//
+	// The account's recent events in the session's mode, newest first, 20 a page, each with its
+	// type, time and a link to each of its deliveries the session shows; with an endpoint scope,
+	// only the events that have a delivery to that endpoint. An "Older events" link carries the
+	// next page's `after`.
+	//
+	// Corresponds with GET /portal/{id}/events (the `ListWebhookPortalEvents` operationId).
+	ListWebhookPortalEvents(ctx context.Context, id PortalSessionID, params *ListWebhookPortalEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CheckReadiness Readiness
 	//
@@ -8583,6 +8999,56 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/webhook_endpoints/{id}/rotate_secret (the `RotateWebhookEndpointSecret` operationId).
 	RotateWebhookEndpointSecret(ctx context.Context, id WebhookEndpointID, params *RotateWebhookEndpointSecretParams, body RotateWebhookEndpointSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// CreateWebhookPortalSessionWithBody Create a webhook portal session
+	//
+	// A short-lived link (`url`) to the webhook portal: pages where your own customer sees
+	// the account's endpoints in this mode (or only `endpoint`), their recent events, and
+	// every delivery with each attempt (time, HTTP status, duration, error code), and, with
+	// `access: read_write`, retries a delivery, rotates an endpoint's signing secret, and
+	// disables or enables an endpoint, each exactly as the API's own operation, raising the
+	// same events, which name the portal's request (docs/hosted-pages.md, "The webhook
+	// portal").
+	//
+	// The session works for one hour (`expires_at` is `created` + 3600), whatever is done with
+	// it. `url` is `<base>/portal/<id>?token=<token>`: the token (`wpst_` and 43 base62
+	// characters) is shown in this answer only and stored only as a hash, so keep the link
+	// like a password and hand it to the customer over a channel you trust. The base is
+	// `WEBHOOKS_PORTAL_BASE_URL` when set, else the address this request was sent to.
+	// Anything but `read_only` or `read_write` is 400 naming `access`; an `endpoint` that is
+	// not one of the account's in this mode is 404 naming `endpoint`; `return_url` is checked
+	// like every URL of the API (docs/api.md "URLs") and shown on every page as a way back.
+	// A restricted key needs `webhook_endpoints: write`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/webhook_portal_sessions (the `CreateWebhookPortalSession` operationId).
+	CreateWebhookPortalSessionWithBody(ctx context.Context, params *CreateWebhookPortalSessionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateWebhookPortalSession Create a webhook portal session
+	//
+	// A short-lived link (`url`) to the webhook portal: pages where your own customer sees
+	// the account's endpoints in this mode (or only `endpoint`), their recent events, and
+	// every delivery with each attempt (time, HTTP status, duration, error code), and, with
+	// `access: read_write`, retries a delivery, rotates an endpoint's signing secret, and
+	// disables or enables an endpoint, each exactly as the API's own operation, raising the
+	// same events, which name the portal's request (docs/hosted-pages.md, "The webhook
+	// portal").
+	//
+	// The session works for one hour (`expires_at` is `created` + 3600), whatever is done with
+	// it. `url` is `<base>/portal/<id>?token=<token>`: the token (`wpst_` and 43 base62
+	// characters) is shown in this answer only and stored only as a hash, so keep the link
+	// like a password and hand it to the customer over a channel you trust. The base is
+	// `WEBHOOKS_PORTAL_BASE_URL` when set, else the address this request was sent to.
+	// Anything but `read_only` or `read_write` is 400 naming `access`; an `endpoint` that is
+	// not one of the account's in this mode is 404 naming `endpoint`; `return_url` is checked
+	// like every URL of the API (docs/api.md "URLs") and shown on every page as a way back.
+	// A restricted key needs `webhook_endpoints: write`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/webhook_portal_sessions (the `CreateWebhookPortalSession` operationId).
+	CreateWebhookPortalSession(ctx context.Context, params *CreateWebhookPortalSessionParams, body CreateWebhookPortalSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// RetrieveHostedVerificationPage The hosted verification page
 	//
 	// The page you send an applicant to: `/verify/<session id>?client_secret=<client_secret>`
@@ -8671,6 +9137,268 @@ func (c *Client) RetrieveReferencePage(ctx context.Context, params *RetrieveRefe
 // Corresponds with GET /healthz (the `CheckLiveness` operationId).
 func (c *Client) CheckLiveness(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCheckLivenessRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RetrieveWebhookPortal The webhook portal
+//
+// The link of a webhook portal session (`POST /v1/webhook_portal_sessions`), opened in a
+// browser on the gateway's public address, without an API key. With `?token=…` (the link as
+// created) the token is checked and kept in a cookie (`portal_token`: `HttpOnly`,
+// `SameSite=Strict`, `Path=/portal/<id>`, `Secure` over https, `Max-Age` the session's remaining
+// lifetime), and the browser is sent to `/portal/<id>` without it (303), so the token leaves the
+// address bar and the history. Without it, the page reads the cookie and lists the session's
+// endpoints (its one endpoint with an endpoint scope): URL, status and enabled events.
+//
+// Every portal page checks the session on every request, its one-hour expiry included. Any
+// token that does not open the session (wrong, another session's, expired, missing) and any
+// object the session does not show (another account's or mode's, outside its endpoint) gets
+// the same 404 page, byte for byte; each counts as a failed authentication of the client
+// address, as on the verification page. Answers are HTML with `Cache-Control: no-store`,
+// `Referrer-Policy: no-referrer`, `X-Frame-Options: DENY` and a `Content-Security-Policy` that
+// loads nothing.
+//
+// Corresponds with GET /portal/{id} (the `RetrieveWebhookPortal` operationId).
+func (c *Client) RetrieveWebhookPortal(ctx context.Context, id PortalSessionID, params *RetrieveWebhookPortalParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRetrieveWebhookPortalRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RetrieveWebhookPortalDelivery The webhook portal: a delivery
+//
+// A delivery to an endpoint the session shows: its event (type and id), status, next attempt,
+// and every attempt, oldest first (number, time, HTTP status or none, duration in
+// milliseconds, error code with its explanation), and with `read_write` access the retry form.
+//
+// Corresponds with GET /portal/{id}/deliveries/{delivery} (the `RetrieveWebhookPortalDelivery` operationId).
+func (c *Client) RetrieveWebhookPortalDelivery(ctx context.Context, id PortalSessionID, delivery PortalDeliveryID, params *RetrieveWebhookPortalDeliveryParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRetrieveWebhookPortalDeliveryRequest(c.Server, id, delivery, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RetryWebhookPortalDeliveryWithBody The webhook portal: retry a delivery
+//
+// `POST /v1/webhook_deliveries/{id}/retry` for a delivery the session shows (`read_write` only):
+// sent again now with the same `webhook-id`; then back to the delivery's page with a notice.
+// A delivery whose endpoint is disabled or deleted is 409 with the reason. Needs the cookie and
+// the page's `csrf` value.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /portal/{id}/deliveries/{delivery}/retry (the `RetryWebhookPortalDelivery` operationId).
+func (c *Client) RetryWebhookPortalDeliveryWithBody(ctx context.Context, id PortalSessionID, delivery PortalDeliveryID, params *RetryWebhookPortalDeliveryParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRetryWebhookPortalDeliveryRequestWithBody(c.Server, id, delivery, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RetryWebhookPortalDeliveryWithFormdataBody The webhook portal: retry a delivery
+//
+// `POST /v1/webhook_deliveries/{id}/retry` for a delivery the session shows (`read_write` only):
+// sent again now with the same `webhook-id`; then back to the delivery's page with a notice.
+// A delivery whose endpoint is disabled or deleted is 409 with the reason. Needs the cookie and
+// the page's `csrf` value.
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type.
+//
+// Corresponds with POST /portal/{id}/deliveries/{delivery}/retry (the `RetryWebhookPortalDelivery` operationId).
+func (c *Client) RetryWebhookPortalDeliveryWithFormdataBody(ctx context.Context, id PortalSessionID, delivery PortalDeliveryID, params *RetryWebhookPortalDeliveryParams, body RetryWebhookPortalDeliveryFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRetryWebhookPortalDeliveryRequestWithFormdataBody(c.Server, id, delivery, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RetrieveWebhookPortalEndpoint The webhook portal: an endpoint
+//
+// An endpoint the session shows: its URL, status and events, its deliveries newest first (20 a
+// page, each with its event's type, status and number of attempts; "Older deliveries" carries
+// `after`), and with `read_write` access the forms that rotate its signing secret and disable
+// or enable it.
+//
+// Corresponds with GET /portal/{id}/endpoints/{endpoint} (the `RetrieveWebhookPortalEndpoint` operationId).
+func (c *Client) RetrieveWebhookPortalEndpoint(ctx context.Context, id PortalSessionID, endpoint PortalEndpointID, params *RetrieveWebhookPortalEndpointParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRetrieveWebhookPortalEndpointRequest(c.Server, id, endpoint, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DisableWebhookPortalEndpointWithBody The webhook portal: disable an endpoint
+//
+// `POST /v1/webhook_endpoints/{id}` with `status: disabled`, for an endpoint the session shows
+// (`read_write` only), raising `webhook_endpoint.updated` naming this request when the status
+// changes; then back to the endpoint's page with a notice. Needs the cookie and the page's
+// `csrf` value.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /portal/{id}/endpoints/{endpoint}/disable (the `DisableWebhookPortalEndpoint` operationId).
+func (c *Client) DisableWebhookPortalEndpointWithBody(ctx context.Context, id PortalSessionID, endpoint PortalEndpointID, params *DisableWebhookPortalEndpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDisableWebhookPortalEndpointRequestWithBody(c.Server, id, endpoint, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DisableWebhookPortalEndpointWithFormdataBody The webhook portal: disable an endpoint
+//
+// `POST /v1/webhook_endpoints/{id}` with `status: disabled`, for an endpoint the session shows
+// (`read_write` only), raising `webhook_endpoint.updated` naming this request when the status
+// changes; then back to the endpoint's page with a notice. Needs the cookie and the page's
+// `csrf` value.
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type.
+//
+// Corresponds with POST /portal/{id}/endpoints/{endpoint}/disable (the `DisableWebhookPortalEndpoint` operationId).
+func (c *Client) DisableWebhookPortalEndpointWithFormdataBody(ctx context.Context, id PortalSessionID, endpoint PortalEndpointID, params *DisableWebhookPortalEndpointParams, body DisableWebhookPortalEndpointFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDisableWebhookPortalEndpointRequestWithFormdataBody(c.Server, id, endpoint, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// EnableWebhookPortalEndpointWithBody The webhook portal: enable an endpoint
+//
+// `POST /v1/webhook_endpoints/{id}` with `status: enabled` (its pending deliveries are sent at
+// once), as disable. Needs the cookie and the page's `csrf` value.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /portal/{id}/endpoints/{endpoint}/enable (the `EnableWebhookPortalEndpoint` operationId).
+func (c *Client) EnableWebhookPortalEndpointWithBody(ctx context.Context, id PortalSessionID, endpoint PortalEndpointID, params *EnableWebhookPortalEndpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewEnableWebhookPortalEndpointRequestWithBody(c.Server, id, endpoint, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// EnableWebhookPortalEndpointWithFormdataBody The webhook portal: enable an endpoint
+//
+// `POST /v1/webhook_endpoints/{id}` with `status: enabled` (its pending deliveries are sent at
+// once), as disable. Needs the cookie and the page's `csrf` value.
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type.
+//
+// Corresponds with POST /portal/{id}/endpoints/{endpoint}/enable (the `EnableWebhookPortalEndpoint` operationId).
+func (c *Client) EnableWebhookPortalEndpointWithFormdataBody(ctx context.Context, id PortalSessionID, endpoint PortalEndpointID, params *EnableWebhookPortalEndpointParams, body EnableWebhookPortalEndpointFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewEnableWebhookPortalEndpointRequestWithFormdataBody(c.Server, id, endpoint, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RotateWebhookPortalEndpointSecretWithBody The webhook portal: rotate an endpoint's secret
+//
+// `POST /v1/webhook_endpoints/{id}/rotate_secret` with its defaults, for an endpoint the session
+// shows (`read_write` only): the answer is a page that shows the new secret, once; the previous
+// one keeps signing next to it for 24 hours. No event is raised (the secret is not part of the
+// endpoint object). Needs the cookie and the page's `csrf` value.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /portal/{id}/endpoints/{endpoint}/rotate_secret (the `RotateWebhookPortalEndpointSecret` operationId).
+func (c *Client) RotateWebhookPortalEndpointSecretWithBody(ctx context.Context, id PortalSessionID, endpoint PortalEndpointID, params *RotateWebhookPortalEndpointSecretParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRotateWebhookPortalEndpointSecretRequestWithBody(c.Server, id, endpoint, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RotateWebhookPortalEndpointSecretWithFormdataBody The webhook portal: rotate an endpoint's secret
+//
+// `POST /v1/webhook_endpoints/{id}/rotate_secret` with its defaults, for an endpoint the session
+// shows (`read_write` only): the answer is a page that shows the new secret, once; the previous
+// one keeps signing next to it for 24 hours. No event is raised (the secret is not part of the
+// endpoint object). Needs the cookie and the page's `csrf` value.
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type.
+//
+// Corresponds with POST /portal/{id}/endpoints/{endpoint}/rotate_secret (the `RotateWebhookPortalEndpointSecret` operationId).
+func (c *Client) RotateWebhookPortalEndpointSecretWithFormdataBody(ctx context.Context, id PortalSessionID, endpoint PortalEndpointID, params *RotateWebhookPortalEndpointSecretParams, body RotateWebhookPortalEndpointSecretFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRotateWebhookPortalEndpointSecretRequestWithFormdataBody(c.Server, id, endpoint, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListWebhookPortalEvents The webhook portal: recent events
+//
+// The account's recent events in the session's mode, newest first, 20 a page, each with its
+// type, time and a link to each of its deliveries the session shows; with an endpoint scope,
+// only the events that have a delivery to that endpoint. An "Older events" link carries the
+// next page's `after`.
+//
+// Corresponds with GET /portal/{id}/events (the `ListWebhookPortalEvents` operationId).
+func (c *Client) ListWebhookPortalEvents(ctx context.Context, id PortalSessionID, params *ListWebhookPortalEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListWebhookPortalEventsRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -10198,6 +10926,76 @@ func (c *Client) RotateWebhookEndpointSecret(ctx context.Context, id WebhookEndp
 	return c.Client.Do(req)
 }
 
+// CreateWebhookPortalSessionWithBody Create a webhook portal session
+//
+// A short-lived link (`url`) to the webhook portal: pages where your own customer sees
+// the account's endpoints in this mode (or only `endpoint`), their recent events, and
+// every delivery with each attempt (time, HTTP status, duration, error code), and, with
+// `access: read_write`, retries a delivery, rotates an endpoint's signing secret, and
+// disables or enables an endpoint, each exactly as the API's own operation, raising the
+// same events, which name the portal's request (docs/hosted-pages.md, "The webhook
+// portal").
+//
+// The session works for one hour (`expires_at` is `created` + 3600), whatever is done with
+// it. `url` is `<base>/portal/<id>?token=<token>`: the token (`wpst_` and 43 base62
+// characters) is shown in this answer only and stored only as a hash, so keep the link
+// like a password and hand it to the customer over a channel you trust. The base is
+// `WEBHOOKS_PORTAL_BASE_URL` when set, else the address this request was sent to.
+// Anything but `read_only` or `read_write` is 400 naming `access`; an `endpoint` that is
+// not one of the account's in this mode is 404 naming `endpoint`; `return_url` is checked
+// like every URL of the API (docs/api.md "URLs") and shown on every page as a way back.
+// A restricted key needs `webhook_endpoints: write`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/webhook_portal_sessions (the `CreateWebhookPortalSession` operationId).
+func (c *Client) CreateWebhookPortalSessionWithBody(ctx context.Context, params *CreateWebhookPortalSessionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateWebhookPortalSessionRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateWebhookPortalSession Create a webhook portal session
+//
+// A short-lived link (`url`) to the webhook portal: pages where your own customer sees
+// the account's endpoints in this mode (or only `endpoint`), their recent events, and
+// every delivery with each attempt (time, HTTP status, duration, error code), and, with
+// `access: read_write`, retries a delivery, rotates an endpoint's signing secret, and
+// disables or enables an endpoint, each exactly as the API's own operation, raising the
+// same events, which name the portal's request (docs/hosted-pages.md, "The webhook
+// portal").
+//
+// The session works for one hour (`expires_at` is `created` + 3600), whatever is done with
+// it. `url` is `<base>/portal/<id>?token=<token>`: the token (`wpst_` and 43 base62
+// characters) is shown in this answer only and stored only as a hash, so keep the link
+// like a password and hand it to the customer over a channel you trust. The base is
+// `WEBHOOKS_PORTAL_BASE_URL` when set, else the address this request was sent to.
+// Anything but `read_only` or `read_write` is 400 naming `access`; an `endpoint` that is
+// not one of the account's in this mode is 404 naming `endpoint`; `return_url` is checked
+// like every URL of the API (docs/api.md "URLs") and shown on every page as a way back.
+// A restricted key needs `webhook_endpoints: write`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/webhook_portal_sessions (the `CreateWebhookPortalSession` operationId).
+func (c *Client) CreateWebhookPortalSession(ctx context.Context, params *CreateWebhookPortalSessionParams, body CreateWebhookPortalSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateWebhookPortalSessionRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // RetrieveHostedVerificationPage The hosted verification page
 //
 // The page you send an applicant to: `/verify/<session id>?client_secret=<client_secret>`
@@ -10357,6 +11155,628 @@ func NewCheckLivenessRequest(server string) (*http.Request, error) {
 		return nil, err
 	}
 
+	return req, nil
+}
+
+// NewRetrieveWebhookPortalRequest constructs an http.Request for the RetrieveWebhookPortal method
+func NewRetrieveWebhookPortalRequest(server string, id PortalSessionID, params *RetrieveWebhookPortalParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/portal/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Token != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "token", *params.Token, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.PortalToken != nil {
+			var cookieParam0 string
+
+			cookieParam0, err = runtime.StyleParamWithOptions("simple", true, "portal_token", *params.PortalToken, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationCookie, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			cookie0 := &http.Cookie{
+				Name:  "portal_token",
+				Value: cookieParam0,
+			}
+			req.AddCookie(cookie0)
+		}
+	}
+	return req, nil
+}
+
+// NewRetrieveWebhookPortalDeliveryRequest constructs an http.Request for the RetrieveWebhookPortalDelivery method
+func NewRetrieveWebhookPortalDeliveryRequest(server string, id PortalSessionID, delivery PortalDeliveryID, params *RetrieveWebhookPortalDeliveryParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "delivery", delivery, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/portal/%s/deliveries/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Notice != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "notice", *params.Notice, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.PortalToken != nil {
+			var cookieParam0 string
+
+			cookieParam0, err = runtime.StyleParamWithOptions("simple", true, "portal_token", *params.PortalToken, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationCookie, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			cookie0 := &http.Cookie{
+				Name:  "portal_token",
+				Value: cookieParam0,
+			}
+			req.AddCookie(cookie0)
+		}
+	}
+	return req, nil
+}
+
+// NewRetryWebhookPortalDeliveryRequestWithFormdataBody calls the generic RetryWebhookPortalDelivery builder with application/x-www-form-urlencoded body
+func NewRetryWebhookPortalDeliveryRequestWithFormdataBody(server string, id PortalSessionID, delivery PortalDeliveryID, params *RetryWebhookPortalDeliveryParams, body RetryWebhookPortalDeliveryFormdataRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	bodyStr, err := runtime.MarshalForm(body, nil)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = strings.NewReader(bodyStr.Encode())
+	return NewRetryWebhookPortalDeliveryRequestWithBody(server, id, delivery, params, "application/x-www-form-urlencoded", bodyReader)
+}
+
+// NewRetryWebhookPortalDeliveryRequestWithBody constructs an http.Request for the RetryWebhookPortalDelivery method, with any body, and a specified content type
+func NewRetryWebhookPortalDeliveryRequestWithBody(server string, id PortalSessionID, delivery PortalDeliveryID, params *RetryWebhookPortalDeliveryParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "delivery", delivery, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/portal/%s/deliveries/%s/retry", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.PortalToken != nil {
+			var cookieParam0 string
+
+			cookieParam0, err = runtime.StyleParamWithOptions("simple", true, "portal_token", *params.PortalToken, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationCookie, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			cookie0 := &http.Cookie{
+				Name:  "portal_token",
+				Value: cookieParam0,
+			}
+			req.AddCookie(cookie0)
+		}
+	}
+	return req, nil
+}
+
+// NewRetrieveWebhookPortalEndpointRequest constructs an http.Request for the RetrieveWebhookPortalEndpoint method
+func NewRetrieveWebhookPortalEndpointRequest(server string, id PortalSessionID, endpoint PortalEndpointID, params *RetrieveWebhookPortalEndpointParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "endpoint", endpoint, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/portal/%s/endpoints/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.After != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Notice != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "notice", *params.Notice, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.PortalToken != nil {
+			var cookieParam0 string
+
+			cookieParam0, err = runtime.StyleParamWithOptions("simple", true, "portal_token", *params.PortalToken, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationCookie, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			cookie0 := &http.Cookie{
+				Name:  "portal_token",
+				Value: cookieParam0,
+			}
+			req.AddCookie(cookie0)
+		}
+	}
+	return req, nil
+}
+
+// NewDisableWebhookPortalEndpointRequestWithFormdataBody calls the generic DisableWebhookPortalEndpoint builder with application/x-www-form-urlencoded body
+func NewDisableWebhookPortalEndpointRequestWithFormdataBody(server string, id PortalSessionID, endpoint PortalEndpointID, params *DisableWebhookPortalEndpointParams, body DisableWebhookPortalEndpointFormdataRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	bodyStr, err := runtime.MarshalForm(body, nil)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = strings.NewReader(bodyStr.Encode())
+	return NewDisableWebhookPortalEndpointRequestWithBody(server, id, endpoint, params, "application/x-www-form-urlencoded", bodyReader)
+}
+
+// NewDisableWebhookPortalEndpointRequestWithBody constructs an http.Request for the DisableWebhookPortalEndpoint method, with any body, and a specified content type
+func NewDisableWebhookPortalEndpointRequestWithBody(server string, id PortalSessionID, endpoint PortalEndpointID, params *DisableWebhookPortalEndpointParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "endpoint", endpoint, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/portal/%s/endpoints/%s/disable", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.PortalToken != nil {
+			var cookieParam0 string
+
+			cookieParam0, err = runtime.StyleParamWithOptions("simple", true, "portal_token", *params.PortalToken, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationCookie, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			cookie0 := &http.Cookie{
+				Name:  "portal_token",
+				Value: cookieParam0,
+			}
+			req.AddCookie(cookie0)
+		}
+	}
+	return req, nil
+}
+
+// NewEnableWebhookPortalEndpointRequestWithFormdataBody calls the generic EnableWebhookPortalEndpoint builder with application/x-www-form-urlencoded body
+func NewEnableWebhookPortalEndpointRequestWithFormdataBody(server string, id PortalSessionID, endpoint PortalEndpointID, params *EnableWebhookPortalEndpointParams, body EnableWebhookPortalEndpointFormdataRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	bodyStr, err := runtime.MarshalForm(body, nil)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = strings.NewReader(bodyStr.Encode())
+	return NewEnableWebhookPortalEndpointRequestWithBody(server, id, endpoint, params, "application/x-www-form-urlencoded", bodyReader)
+}
+
+// NewEnableWebhookPortalEndpointRequestWithBody constructs an http.Request for the EnableWebhookPortalEndpoint method, with any body, and a specified content type
+func NewEnableWebhookPortalEndpointRequestWithBody(server string, id PortalSessionID, endpoint PortalEndpointID, params *EnableWebhookPortalEndpointParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "endpoint", endpoint, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/portal/%s/endpoints/%s/enable", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.PortalToken != nil {
+			var cookieParam0 string
+
+			cookieParam0, err = runtime.StyleParamWithOptions("simple", true, "portal_token", *params.PortalToken, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationCookie, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			cookie0 := &http.Cookie{
+				Name:  "portal_token",
+				Value: cookieParam0,
+			}
+			req.AddCookie(cookie0)
+		}
+	}
+	return req, nil
+}
+
+// NewRotateWebhookPortalEndpointSecretRequestWithFormdataBody calls the generic RotateWebhookPortalEndpointSecret builder with application/x-www-form-urlencoded body
+func NewRotateWebhookPortalEndpointSecretRequestWithFormdataBody(server string, id PortalSessionID, endpoint PortalEndpointID, params *RotateWebhookPortalEndpointSecretParams, body RotateWebhookPortalEndpointSecretFormdataRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	bodyStr, err := runtime.MarshalForm(body, nil)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = strings.NewReader(bodyStr.Encode())
+	return NewRotateWebhookPortalEndpointSecretRequestWithBody(server, id, endpoint, params, "application/x-www-form-urlencoded", bodyReader)
+}
+
+// NewRotateWebhookPortalEndpointSecretRequestWithBody constructs an http.Request for the RotateWebhookPortalEndpointSecret method, with any body, and a specified content type
+func NewRotateWebhookPortalEndpointSecretRequestWithBody(server string, id PortalSessionID, endpoint PortalEndpointID, params *RotateWebhookPortalEndpointSecretParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "endpoint", endpoint, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/portal/%s/endpoints/%s/rotate_secret", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.PortalToken != nil {
+			var cookieParam0 string
+
+			cookieParam0, err = runtime.StyleParamWithOptions("simple", true, "portal_token", *params.PortalToken, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationCookie, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			cookie0 := &http.Cookie{
+				Name:  "portal_token",
+				Value: cookieParam0,
+			}
+			req.AddCookie(cookie0)
+		}
+	}
+	return req, nil
+}
+
+// NewListWebhookPortalEventsRequest constructs an http.Request for the ListWebhookPortalEvents method
+func NewListWebhookPortalEventsRequest(server string, id PortalSessionID, params *ListWebhookPortalEventsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/portal/%s/events", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.After != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.PortalToken != nil {
+			var cookieParam0 string
+
+			cookieParam0, err = runtime.StyleParamWithOptions("simple", true, "portal_token", *params.PortalToken, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationCookie, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			cookie0 := &http.Cookie{
+				Name:  "portal_token",
+				Value: cookieParam0,
+			}
+			req.AddCookie(cookie0)
+		}
+	}
 	return req, nil
 }
 
@@ -13682,6 +15102,61 @@ func NewRotateWebhookEndpointSecretRequestWithBody(server string, id WebhookEndp
 	return req, nil
 }
 
+// NewCreateWebhookPortalSessionRequest calls the generic CreateWebhookPortalSession builder with application/json body
+func NewCreateWebhookPortalSessionRequest(server string, params *CreateWebhookPortalSessionParams, body CreateWebhookPortalSessionJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateWebhookPortalSessionRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateWebhookPortalSessionRequestWithBody constructs an http.Request for the CreateWebhookPortalSession method, with any body, and a specified content type
+func NewCreateWebhookPortalSessionRequestWithBody(server string, params *CreateWebhookPortalSessionParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/webhook_portal_sessions")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewRetrieveHostedVerificationPageRequest constructs an http.Request for the RetrieveHostedVerificationPage method
 func NewRetrieveHostedVerificationPageRequest(server string, id HostedSessionID, params *RetrieveHostedVerificationPageParams) (*http.Request, error) {
 	var err error
@@ -13847,6 +15322,156 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /healthz (the `CheckLiveness` operationId).
 	CheckLivenessWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*CheckLivenessResponse, error)
+
+	// RetrieveWebhookPortalWithResponse The webhook portal
+	//
+	// The link of a webhook portal session (`POST /v1/webhook_portal_sessions`), opened in a
+	// browser on the gateway's public address, without an API key. With `?token=…` (the link as
+	// created) the token is checked and kept in a cookie (`portal_token`: `HttpOnly`,
+	// `SameSite=Strict`, `Path=/portal/<id>`, `Secure` over https, `Max-Age` the session's remaining
+	// lifetime), and the browser is sent to `/portal/<id>` without it (303), so the token leaves the
+	// address bar and the history. Without it, the page reads the cookie and lists the session's
+	// endpoints (its one endpoint with an endpoint scope): URL, status and enabled events.
+	//
+	// Every portal page checks the session on every request, its one-hour expiry included. Any
+	// token that does not open the session (wrong, another session's, expired, missing) and any
+	// object the session does not show (another account's or mode's, outside its endpoint) gets
+	// the same 404 page, byte for byte; each counts as a failed authentication of the client
+	// address, as on the verification page. Answers are HTML with `Cache-Control: no-store`,
+	// `Referrer-Policy: no-referrer`, `X-Frame-Options: DENY` and a `Content-Security-Policy` that
+	// loads nothing.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /portal/{id} (the `RetrieveWebhookPortal` operationId).
+	RetrieveWebhookPortalWithResponse(ctx context.Context, id PortalSessionID, params *RetrieveWebhookPortalParams, reqEditors ...RequestEditorFn) (*RetrieveWebhookPortalResponse, error)
+
+	// RetrieveWebhookPortalDeliveryWithResponse The webhook portal: a delivery
+	//
+	// A delivery to an endpoint the session shows: its event (type and id), status, next attempt,
+	// and every attempt, oldest first (number, time, HTTP status or none, duration in
+	// milliseconds, error code with its explanation), and with `read_write` access the retry form.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /portal/{id}/deliveries/{delivery} (the `RetrieveWebhookPortalDelivery` operationId).
+	RetrieveWebhookPortalDeliveryWithResponse(ctx context.Context, id PortalSessionID, delivery PortalDeliveryID, params *RetrieveWebhookPortalDeliveryParams, reqEditors ...RequestEditorFn) (*RetrieveWebhookPortalDeliveryResponse, error)
+
+	// RetryWebhookPortalDeliveryWithBodyWithResponse The webhook portal: retry a delivery
+	//
+	// `POST /v1/webhook_deliveries/{id}/retry` for a delivery the session shows (`read_write` only):
+	// sent again now with the same `webhook-id`; then back to the delivery's page with a notice.
+	// A delivery whose endpoint is disabled or deleted is 409 with the reason. Needs the cookie and
+	// the page's `csrf` value.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /portal/{id}/deliveries/{delivery}/retry (the `RetryWebhookPortalDelivery` operationId).
+	RetryWebhookPortalDeliveryWithBodyWithResponse(ctx context.Context, id PortalSessionID, delivery PortalDeliveryID, params *RetryWebhookPortalDeliveryParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RetryWebhookPortalDeliveryResponse, error)
+
+	// RetryWebhookPortalDeliveryWithFormdataBodyWithResponse The webhook portal: retry a delivery
+	//
+	// `POST /v1/webhook_deliveries/{id}/retry` for a delivery the session shows (`read_write` only):
+	// sent again now with the same `webhook-id`; then back to the delivery's page with a notice.
+	// A delivery whose endpoint is disabled or deleted is 409 with the reason. Needs the cookie and
+	// the page's `csrf` value.
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /portal/{id}/deliveries/{delivery}/retry (the `RetryWebhookPortalDelivery` operationId).
+	RetryWebhookPortalDeliveryWithFormdataBodyWithResponse(ctx context.Context, id PortalSessionID, delivery PortalDeliveryID, params *RetryWebhookPortalDeliveryParams, body RetryWebhookPortalDeliveryFormdataRequestBody, reqEditors ...RequestEditorFn) (*RetryWebhookPortalDeliveryResponse, error)
+
+	// RetrieveWebhookPortalEndpointWithResponse The webhook portal: an endpoint
+	//
+	// An endpoint the session shows: its URL, status and events, its deliveries newest first (20 a
+	// page, each with its event's type, status and number of attempts; "Older deliveries" carries
+	// `after`), and with `read_write` access the forms that rotate its signing secret and disable
+	// or enable it.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /portal/{id}/endpoints/{endpoint} (the `RetrieveWebhookPortalEndpoint` operationId).
+	RetrieveWebhookPortalEndpointWithResponse(ctx context.Context, id PortalSessionID, endpoint PortalEndpointID, params *RetrieveWebhookPortalEndpointParams, reqEditors ...RequestEditorFn) (*RetrieveWebhookPortalEndpointResponse, error)
+
+	// DisableWebhookPortalEndpointWithBodyWithResponse The webhook portal: disable an endpoint
+	//
+	// `POST /v1/webhook_endpoints/{id}` with `status: disabled`, for an endpoint the session shows
+	// (`read_write` only), raising `webhook_endpoint.updated` naming this request when the status
+	// changes; then back to the endpoint's page with a notice. Needs the cookie and the page's
+	// `csrf` value.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /portal/{id}/endpoints/{endpoint}/disable (the `DisableWebhookPortalEndpoint` operationId).
+	DisableWebhookPortalEndpointWithBodyWithResponse(ctx context.Context, id PortalSessionID, endpoint PortalEndpointID, params *DisableWebhookPortalEndpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DisableWebhookPortalEndpointResponse, error)
+
+	// DisableWebhookPortalEndpointWithFormdataBodyWithResponse The webhook portal: disable an endpoint
+	//
+	// `POST /v1/webhook_endpoints/{id}` with `status: disabled`, for an endpoint the session shows
+	// (`read_write` only), raising `webhook_endpoint.updated` naming this request when the status
+	// changes; then back to the endpoint's page with a notice. Needs the cookie and the page's
+	// `csrf` value.
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /portal/{id}/endpoints/{endpoint}/disable (the `DisableWebhookPortalEndpoint` operationId).
+	DisableWebhookPortalEndpointWithFormdataBodyWithResponse(ctx context.Context, id PortalSessionID, endpoint PortalEndpointID, params *DisableWebhookPortalEndpointParams, body DisableWebhookPortalEndpointFormdataRequestBody, reqEditors ...RequestEditorFn) (*DisableWebhookPortalEndpointResponse, error)
+
+	// EnableWebhookPortalEndpointWithBodyWithResponse The webhook portal: enable an endpoint
+	//
+	// `POST /v1/webhook_endpoints/{id}` with `status: enabled` (its pending deliveries are sent at
+	// once), as disable. Needs the cookie and the page's `csrf` value.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /portal/{id}/endpoints/{endpoint}/enable (the `EnableWebhookPortalEndpoint` operationId).
+	EnableWebhookPortalEndpointWithBodyWithResponse(ctx context.Context, id PortalSessionID, endpoint PortalEndpointID, params *EnableWebhookPortalEndpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*EnableWebhookPortalEndpointResponse, error)
+
+	// EnableWebhookPortalEndpointWithFormdataBodyWithResponse The webhook portal: enable an endpoint
+	//
+	// `POST /v1/webhook_endpoints/{id}` with `status: enabled` (its pending deliveries are sent at
+	// once), as disable. Needs the cookie and the page's `csrf` value.
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /portal/{id}/endpoints/{endpoint}/enable (the `EnableWebhookPortalEndpoint` operationId).
+	EnableWebhookPortalEndpointWithFormdataBodyWithResponse(ctx context.Context, id PortalSessionID, endpoint PortalEndpointID, params *EnableWebhookPortalEndpointParams, body EnableWebhookPortalEndpointFormdataRequestBody, reqEditors ...RequestEditorFn) (*EnableWebhookPortalEndpointResponse, error)
+
+	// RotateWebhookPortalEndpointSecretWithBodyWithResponse The webhook portal: rotate an endpoint's secret
+	//
+	// `POST /v1/webhook_endpoints/{id}/rotate_secret` with its defaults, for an endpoint the session
+	// shows (`read_write` only): the answer is a page that shows the new secret, once; the previous
+	// one keeps signing next to it for 24 hours. No event is raised (the secret is not part of the
+	// endpoint object). Needs the cookie and the page's `csrf` value.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /portal/{id}/endpoints/{endpoint}/rotate_secret (the `RotateWebhookPortalEndpointSecret` operationId).
+	RotateWebhookPortalEndpointSecretWithBodyWithResponse(ctx context.Context, id PortalSessionID, endpoint PortalEndpointID, params *RotateWebhookPortalEndpointSecretParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RotateWebhookPortalEndpointSecretResponse, error)
+
+	// RotateWebhookPortalEndpointSecretWithFormdataBodyWithResponse The webhook portal: rotate an endpoint's secret
+	//
+	// `POST /v1/webhook_endpoints/{id}/rotate_secret` with its defaults, for an endpoint the session
+	// shows (`read_write` only): the answer is a page that shows the new secret, once; the previous
+	// one keeps signing next to it for 24 hours. No event is raised (the secret is not part of the
+	// endpoint object). Needs the cookie and the page's `csrf` value.
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /portal/{id}/endpoints/{endpoint}/rotate_secret (the `RotateWebhookPortalEndpointSecret` operationId).
+	RotateWebhookPortalEndpointSecretWithFormdataBodyWithResponse(ctx context.Context, id PortalSessionID, endpoint PortalEndpointID, params *RotateWebhookPortalEndpointSecretParams, body RotateWebhookPortalEndpointSecretFormdataRequestBody, reqEditors ...RequestEditorFn) (*RotateWebhookPortalEndpointSecretResponse, error)
+
+	// ListWebhookPortalEventsWithResponse The webhook portal: recent events
+	//
+	// The account's recent events in the session's mode, newest first, 20 a page, each with its
+	// type, time and a link to each of its deliveries the session shows; with an endpoint scope,
+	// only the events that have a delivery to that endpoint. An "Older events" link carries the
+	// next page's `after`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /portal/{id}/events (the `ListWebhookPortalEvents` operationId).
+	ListWebhookPortalEventsWithResponse(ctx context.Context, id PortalSessionID, params *ListWebhookPortalEventsParams, reqEditors ...RequestEditorFn) (*ListWebhookPortalEventsResponse, error)
 
 	// CheckReadinessWithResponse Readiness
 	//
@@ -14775,6 +16400,56 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/webhook_endpoints/{id}/rotate_secret (the `RotateWebhookEndpointSecret` operationId).
 	RotateWebhookEndpointSecretWithResponse(ctx context.Context, id WebhookEndpointID, params *RotateWebhookEndpointSecretParams, body RotateWebhookEndpointSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*RotateWebhookEndpointSecretResponse, error)
 
+	// CreateWebhookPortalSessionWithBodyWithResponse Create a webhook portal session
+	//
+	// A short-lived link (`url`) to the webhook portal: pages where your own customer sees
+	// the account's endpoints in this mode (or only `endpoint`), their recent events, and
+	// every delivery with each attempt (time, HTTP status, duration, error code), and, with
+	// `access: read_write`, retries a delivery, rotates an endpoint's signing secret, and
+	// disables or enables an endpoint, each exactly as the API's own operation, raising the
+	// same events, which name the portal's request (docs/hosted-pages.md, "The webhook
+	// portal").
+	//
+	// The session works for one hour (`expires_at` is `created` + 3600), whatever is done with
+	// it. `url` is `<base>/portal/<id>?token=<token>`: the token (`wpst_` and 43 base62
+	// characters) is shown in this answer only and stored only as a hash, so keep the link
+	// like a password and hand it to the customer over a channel you trust. The base is
+	// `WEBHOOKS_PORTAL_BASE_URL` when set, else the address this request was sent to.
+	// Anything but `read_only` or `read_write` is 400 naming `access`; an `endpoint` that is
+	// not one of the account's in this mode is 404 naming `endpoint`; `return_url` is checked
+	// like every URL of the API (docs/api.md "URLs") and shown on every page as a way back.
+	// A restricted key needs `webhook_endpoints: write`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/webhook_portal_sessions (the `CreateWebhookPortalSession` operationId).
+	CreateWebhookPortalSessionWithBodyWithResponse(ctx context.Context, params *CreateWebhookPortalSessionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateWebhookPortalSessionResponse, error)
+
+	// CreateWebhookPortalSessionWithResponse Create a webhook portal session
+	//
+	// A short-lived link (`url`) to the webhook portal: pages where your own customer sees
+	// the account's endpoints in this mode (or only `endpoint`), their recent events, and
+	// every delivery with each attempt (time, HTTP status, duration, error code), and, with
+	// `access: read_write`, retries a delivery, rotates an endpoint's signing secret, and
+	// disables or enables an endpoint, each exactly as the API's own operation, raising the
+	// same events, which name the portal's request (docs/hosted-pages.md, "The webhook
+	// portal").
+	//
+	// The session works for one hour (`expires_at` is `created` + 3600), whatever is done with
+	// it. `url` is `<base>/portal/<id>?token=<token>`: the token (`wpst_` and 43 base62
+	// characters) is shown in this answer only and stored only as a hash, so keep the link
+	// like a password and hand it to the customer over a channel you trust. The base is
+	// `WEBHOOKS_PORTAL_BASE_URL` when set, else the address this request was sent to.
+	// Anything but `read_only` or `read_write` is 400 naming `access`; an `endpoint` that is
+	// not one of the account's in this mode is 404 naming `endpoint`; `return_url` is checked
+	// like every URL of the API (docs/api.md "URLs") and shown on every page as a way back.
+	// A restricted key needs `webhook_endpoints: write`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/webhook_portal_sessions (the `CreateWebhookPortalSession` operationId).
+	CreateWebhookPortalSessionWithResponse(ctx context.Context, params *CreateWebhookPortalSessionParams, body CreateWebhookPortalSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateWebhookPortalSessionResponse, error)
+
 	// RetrieveHostedVerificationPageWithResponse The hosted verification page
 	//
 	// The page you send an applicant to: `/verify/<session id>?client_secret=<client_secret>`
@@ -14945,6 +16620,1240 @@ func (r CheckLivenessResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r CheckLivenessResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RetrieveWebhookPortalResponse200Headers the declared response headers of an HTTP 200 response for RetrieveWebhookPortal
+type RetrieveWebhookPortalResponse200Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// RetrieveWebhookPortalResponse303Headers the declared response headers of an HTTP 303 response for RetrieveWebhookPortal
+type RetrieveWebhookPortalResponse303Headers struct {
+	ContentSecurityPolicy string
+	Location              string
+	ReferrerPolicy        string
+	RequestId             string
+	SetCookie             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// RetrieveWebhookPortalResponse404Headers the declared response headers of an HTTP 404 response for RetrieveWebhookPortal
+type RetrieveWebhookPortalResponse404Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// RetrieveWebhookPortalResponse429Headers the declared response headers of an HTTP 429 response for RetrieveWebhookPortal
+type RetrieveWebhookPortalResponse429Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	RetryAfter            int
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// RetrieveWebhookPortalResponse500Headers the declared response headers of an HTTP 500 response for RetrieveWebhookPortal
+type RetrieveWebhookPortalResponse500Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// RetrieveWebhookPortalResponse502Headers the declared response headers of an HTTP 502 response for RetrieveWebhookPortal
+type RetrieveWebhookPortalResponse502Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// RetrieveWebhookPortalResponse503Headers the declared response headers of an HTTP 503 response for RetrieveWebhookPortal
+type RetrieveWebhookPortalResponse503Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// RetrieveWebhookPortalResponse504Headers the declared response headers of an HTTP 504 response for RetrieveWebhookPortal
+type RetrieveWebhookPortalResponse504Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+type RetrieveWebhookPortalResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *RetrieveWebhookPortalResponse200Headers
+	// Headers303 the parsed response headers for an HTTP 303 response
+	Headers303 *RetrieveWebhookPortalResponse303Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *RetrieveWebhookPortalResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RetrieveWebhookPortalResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *RetrieveWebhookPortalResponse500Headers
+	// Headers502 the parsed response headers for an HTTP 502 response
+	Headers502 *RetrieveWebhookPortalResponse502Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RetrieveWebhookPortalResponse503Headers
+	// Headers504 the parsed response headers for an HTTP 504 response
+	Headers504 *RetrieveWebhookPortalResponse504Headers
+}
+
+// GetBody returns the raw response body bytes
+func (r RetrieveWebhookPortalResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RetrieveWebhookPortalResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RetrieveWebhookPortalResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RetrieveWebhookPortalResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RetrieveWebhookPortalDeliveryResponse200Headers the declared response headers of an HTTP 200 response for RetrieveWebhookPortalDelivery
+type RetrieveWebhookPortalDeliveryResponse200Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// RetrieveWebhookPortalDeliveryResponse404Headers the declared response headers of an HTTP 404 response for RetrieveWebhookPortalDelivery
+type RetrieveWebhookPortalDeliveryResponse404Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// RetrieveWebhookPortalDeliveryResponse429Headers the declared response headers of an HTTP 429 response for RetrieveWebhookPortalDelivery
+type RetrieveWebhookPortalDeliveryResponse429Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	RetryAfter            int
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// RetrieveWebhookPortalDeliveryResponse500Headers the declared response headers of an HTTP 500 response for RetrieveWebhookPortalDelivery
+type RetrieveWebhookPortalDeliveryResponse500Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// RetrieveWebhookPortalDeliveryResponse502Headers the declared response headers of an HTTP 502 response for RetrieveWebhookPortalDelivery
+type RetrieveWebhookPortalDeliveryResponse502Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// RetrieveWebhookPortalDeliveryResponse503Headers the declared response headers of an HTTP 503 response for RetrieveWebhookPortalDelivery
+type RetrieveWebhookPortalDeliveryResponse503Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// RetrieveWebhookPortalDeliveryResponse504Headers the declared response headers of an HTTP 504 response for RetrieveWebhookPortalDelivery
+type RetrieveWebhookPortalDeliveryResponse504Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+type RetrieveWebhookPortalDeliveryResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *RetrieveWebhookPortalDeliveryResponse200Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *RetrieveWebhookPortalDeliveryResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RetrieveWebhookPortalDeliveryResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *RetrieveWebhookPortalDeliveryResponse500Headers
+	// Headers502 the parsed response headers for an HTTP 502 response
+	Headers502 *RetrieveWebhookPortalDeliveryResponse502Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RetrieveWebhookPortalDeliveryResponse503Headers
+	// Headers504 the parsed response headers for an HTTP 504 response
+	Headers504 *RetrieveWebhookPortalDeliveryResponse504Headers
+}
+
+// GetBody returns the raw response body bytes
+func (r RetrieveWebhookPortalDeliveryResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RetrieveWebhookPortalDeliveryResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RetrieveWebhookPortalDeliveryResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RetrieveWebhookPortalDeliveryResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RetryWebhookPortalDeliveryResponse303Headers the declared response headers of an HTTP 303 response for RetryWebhookPortalDelivery
+type RetryWebhookPortalDeliveryResponse303Headers struct {
+	ContentSecurityPolicy string
+	Location              string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// RetryWebhookPortalDeliveryResponse403Headers the declared response headers of an HTTP 403 response for RetryWebhookPortalDelivery
+type RetryWebhookPortalDeliveryResponse403Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// RetryWebhookPortalDeliveryResponse404Headers the declared response headers of an HTTP 404 response for RetryWebhookPortalDelivery
+type RetryWebhookPortalDeliveryResponse404Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// RetryWebhookPortalDeliveryResponse409Headers the declared response headers of an HTTP 409 response for RetryWebhookPortalDelivery
+type RetryWebhookPortalDeliveryResponse409Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// RetryWebhookPortalDeliveryResponse413Headers the declared response headers of an HTTP 413 response for RetryWebhookPortalDelivery
+type RetryWebhookPortalDeliveryResponse413Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// RetryWebhookPortalDeliveryResponse415Headers the declared response headers of an HTTP 415 response for RetryWebhookPortalDelivery
+type RetryWebhookPortalDeliveryResponse415Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// RetryWebhookPortalDeliveryResponse429Headers the declared response headers of an HTTP 429 response for RetryWebhookPortalDelivery
+type RetryWebhookPortalDeliveryResponse429Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	RetryAfter            int
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// RetryWebhookPortalDeliveryResponse500Headers the declared response headers of an HTTP 500 response for RetryWebhookPortalDelivery
+type RetryWebhookPortalDeliveryResponse500Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// RetryWebhookPortalDeliveryResponse502Headers the declared response headers of an HTTP 502 response for RetryWebhookPortalDelivery
+type RetryWebhookPortalDeliveryResponse502Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// RetryWebhookPortalDeliveryResponse503Headers the declared response headers of an HTTP 503 response for RetryWebhookPortalDelivery
+type RetryWebhookPortalDeliveryResponse503Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// RetryWebhookPortalDeliveryResponse504Headers the declared response headers of an HTTP 504 response for RetryWebhookPortalDelivery
+type RetryWebhookPortalDeliveryResponse504Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+type RetryWebhookPortalDeliveryResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// Headers303 the parsed response headers for an HTTP 303 response
+	Headers303 *RetryWebhookPortalDeliveryResponse303Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *RetryWebhookPortalDeliveryResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *RetryWebhookPortalDeliveryResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *RetryWebhookPortalDeliveryResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *RetryWebhookPortalDeliveryResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *RetryWebhookPortalDeliveryResponse415Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RetryWebhookPortalDeliveryResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *RetryWebhookPortalDeliveryResponse500Headers
+	// Headers502 the parsed response headers for an HTTP 502 response
+	Headers502 *RetryWebhookPortalDeliveryResponse502Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RetryWebhookPortalDeliveryResponse503Headers
+	// Headers504 the parsed response headers for an HTTP 504 response
+	Headers504 *RetryWebhookPortalDeliveryResponse504Headers
+}
+
+// GetBody returns the raw response body bytes
+func (r RetryWebhookPortalDeliveryResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RetryWebhookPortalDeliveryResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RetryWebhookPortalDeliveryResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RetryWebhookPortalDeliveryResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RetrieveWebhookPortalEndpointResponse200Headers the declared response headers of an HTTP 200 response for RetrieveWebhookPortalEndpoint
+type RetrieveWebhookPortalEndpointResponse200Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// RetrieveWebhookPortalEndpointResponse404Headers the declared response headers of an HTTP 404 response for RetrieveWebhookPortalEndpoint
+type RetrieveWebhookPortalEndpointResponse404Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// RetrieveWebhookPortalEndpointResponse429Headers the declared response headers of an HTTP 429 response for RetrieveWebhookPortalEndpoint
+type RetrieveWebhookPortalEndpointResponse429Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	RetryAfter            int
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// RetrieveWebhookPortalEndpointResponse500Headers the declared response headers of an HTTP 500 response for RetrieveWebhookPortalEndpoint
+type RetrieveWebhookPortalEndpointResponse500Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// RetrieveWebhookPortalEndpointResponse502Headers the declared response headers of an HTTP 502 response for RetrieveWebhookPortalEndpoint
+type RetrieveWebhookPortalEndpointResponse502Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// RetrieveWebhookPortalEndpointResponse503Headers the declared response headers of an HTTP 503 response for RetrieveWebhookPortalEndpoint
+type RetrieveWebhookPortalEndpointResponse503Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// RetrieveWebhookPortalEndpointResponse504Headers the declared response headers of an HTTP 504 response for RetrieveWebhookPortalEndpoint
+type RetrieveWebhookPortalEndpointResponse504Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+type RetrieveWebhookPortalEndpointResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *RetrieveWebhookPortalEndpointResponse200Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *RetrieveWebhookPortalEndpointResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RetrieveWebhookPortalEndpointResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *RetrieveWebhookPortalEndpointResponse500Headers
+	// Headers502 the parsed response headers for an HTTP 502 response
+	Headers502 *RetrieveWebhookPortalEndpointResponse502Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RetrieveWebhookPortalEndpointResponse503Headers
+	// Headers504 the parsed response headers for an HTTP 504 response
+	Headers504 *RetrieveWebhookPortalEndpointResponse504Headers
+}
+
+// GetBody returns the raw response body bytes
+func (r RetrieveWebhookPortalEndpointResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RetrieveWebhookPortalEndpointResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RetrieveWebhookPortalEndpointResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RetrieveWebhookPortalEndpointResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DisableWebhookPortalEndpointResponse303Headers the declared response headers of an HTTP 303 response for DisableWebhookPortalEndpoint
+type DisableWebhookPortalEndpointResponse303Headers struct {
+	ContentSecurityPolicy string
+	Location              string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// DisableWebhookPortalEndpointResponse403Headers the declared response headers of an HTTP 403 response for DisableWebhookPortalEndpoint
+type DisableWebhookPortalEndpointResponse403Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// DisableWebhookPortalEndpointResponse404Headers the declared response headers of an HTTP 404 response for DisableWebhookPortalEndpoint
+type DisableWebhookPortalEndpointResponse404Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// DisableWebhookPortalEndpointResponse409Headers the declared response headers of an HTTP 409 response for DisableWebhookPortalEndpoint
+type DisableWebhookPortalEndpointResponse409Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// DisableWebhookPortalEndpointResponse413Headers the declared response headers of an HTTP 413 response for DisableWebhookPortalEndpoint
+type DisableWebhookPortalEndpointResponse413Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// DisableWebhookPortalEndpointResponse415Headers the declared response headers of an HTTP 415 response for DisableWebhookPortalEndpoint
+type DisableWebhookPortalEndpointResponse415Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// DisableWebhookPortalEndpointResponse429Headers the declared response headers of an HTTP 429 response for DisableWebhookPortalEndpoint
+type DisableWebhookPortalEndpointResponse429Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	RetryAfter            int
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// DisableWebhookPortalEndpointResponse500Headers the declared response headers of an HTTP 500 response for DisableWebhookPortalEndpoint
+type DisableWebhookPortalEndpointResponse500Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// DisableWebhookPortalEndpointResponse502Headers the declared response headers of an HTTP 502 response for DisableWebhookPortalEndpoint
+type DisableWebhookPortalEndpointResponse502Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// DisableWebhookPortalEndpointResponse503Headers the declared response headers of an HTTP 503 response for DisableWebhookPortalEndpoint
+type DisableWebhookPortalEndpointResponse503Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// DisableWebhookPortalEndpointResponse504Headers the declared response headers of an HTTP 504 response for DisableWebhookPortalEndpoint
+type DisableWebhookPortalEndpointResponse504Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+type DisableWebhookPortalEndpointResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// Headers303 the parsed response headers for an HTTP 303 response
+	Headers303 *DisableWebhookPortalEndpointResponse303Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *DisableWebhookPortalEndpointResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *DisableWebhookPortalEndpointResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *DisableWebhookPortalEndpointResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *DisableWebhookPortalEndpointResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *DisableWebhookPortalEndpointResponse415Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DisableWebhookPortalEndpointResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *DisableWebhookPortalEndpointResponse500Headers
+	// Headers502 the parsed response headers for an HTTP 502 response
+	Headers502 *DisableWebhookPortalEndpointResponse502Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DisableWebhookPortalEndpointResponse503Headers
+	// Headers504 the parsed response headers for an HTTP 504 response
+	Headers504 *DisableWebhookPortalEndpointResponse504Headers
+}
+
+// GetBody returns the raw response body bytes
+func (r DisableWebhookPortalEndpointResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DisableWebhookPortalEndpointResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DisableWebhookPortalEndpointResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DisableWebhookPortalEndpointResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// EnableWebhookPortalEndpointResponse303Headers the declared response headers of an HTTP 303 response for EnableWebhookPortalEndpoint
+type EnableWebhookPortalEndpointResponse303Headers struct {
+	ContentSecurityPolicy string
+	Location              string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// EnableWebhookPortalEndpointResponse403Headers the declared response headers of an HTTP 403 response for EnableWebhookPortalEndpoint
+type EnableWebhookPortalEndpointResponse403Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// EnableWebhookPortalEndpointResponse404Headers the declared response headers of an HTTP 404 response for EnableWebhookPortalEndpoint
+type EnableWebhookPortalEndpointResponse404Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// EnableWebhookPortalEndpointResponse409Headers the declared response headers of an HTTP 409 response for EnableWebhookPortalEndpoint
+type EnableWebhookPortalEndpointResponse409Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// EnableWebhookPortalEndpointResponse413Headers the declared response headers of an HTTP 413 response for EnableWebhookPortalEndpoint
+type EnableWebhookPortalEndpointResponse413Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// EnableWebhookPortalEndpointResponse415Headers the declared response headers of an HTTP 415 response for EnableWebhookPortalEndpoint
+type EnableWebhookPortalEndpointResponse415Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// EnableWebhookPortalEndpointResponse429Headers the declared response headers of an HTTP 429 response for EnableWebhookPortalEndpoint
+type EnableWebhookPortalEndpointResponse429Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	RetryAfter            int
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// EnableWebhookPortalEndpointResponse500Headers the declared response headers of an HTTP 500 response for EnableWebhookPortalEndpoint
+type EnableWebhookPortalEndpointResponse500Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// EnableWebhookPortalEndpointResponse502Headers the declared response headers of an HTTP 502 response for EnableWebhookPortalEndpoint
+type EnableWebhookPortalEndpointResponse502Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// EnableWebhookPortalEndpointResponse503Headers the declared response headers of an HTTP 503 response for EnableWebhookPortalEndpoint
+type EnableWebhookPortalEndpointResponse503Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// EnableWebhookPortalEndpointResponse504Headers the declared response headers of an HTTP 504 response for EnableWebhookPortalEndpoint
+type EnableWebhookPortalEndpointResponse504Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+type EnableWebhookPortalEndpointResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// Headers303 the parsed response headers for an HTTP 303 response
+	Headers303 *EnableWebhookPortalEndpointResponse303Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *EnableWebhookPortalEndpointResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *EnableWebhookPortalEndpointResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *EnableWebhookPortalEndpointResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *EnableWebhookPortalEndpointResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *EnableWebhookPortalEndpointResponse415Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *EnableWebhookPortalEndpointResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *EnableWebhookPortalEndpointResponse500Headers
+	// Headers502 the parsed response headers for an HTTP 502 response
+	Headers502 *EnableWebhookPortalEndpointResponse502Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *EnableWebhookPortalEndpointResponse503Headers
+	// Headers504 the parsed response headers for an HTTP 504 response
+	Headers504 *EnableWebhookPortalEndpointResponse504Headers
+}
+
+// GetBody returns the raw response body bytes
+func (r EnableWebhookPortalEndpointResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r EnableWebhookPortalEndpointResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r EnableWebhookPortalEndpointResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r EnableWebhookPortalEndpointResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RotateWebhookPortalEndpointSecretResponse200Headers the declared response headers of an HTTP 200 response for RotateWebhookPortalEndpointSecret
+type RotateWebhookPortalEndpointSecretResponse200Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// RotateWebhookPortalEndpointSecretResponse403Headers the declared response headers of an HTTP 403 response for RotateWebhookPortalEndpointSecret
+type RotateWebhookPortalEndpointSecretResponse403Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// RotateWebhookPortalEndpointSecretResponse404Headers the declared response headers of an HTTP 404 response for RotateWebhookPortalEndpointSecret
+type RotateWebhookPortalEndpointSecretResponse404Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// RotateWebhookPortalEndpointSecretResponse409Headers the declared response headers of an HTTP 409 response for RotateWebhookPortalEndpointSecret
+type RotateWebhookPortalEndpointSecretResponse409Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// RotateWebhookPortalEndpointSecretResponse413Headers the declared response headers of an HTTP 413 response for RotateWebhookPortalEndpointSecret
+type RotateWebhookPortalEndpointSecretResponse413Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// RotateWebhookPortalEndpointSecretResponse415Headers the declared response headers of an HTTP 415 response for RotateWebhookPortalEndpointSecret
+type RotateWebhookPortalEndpointSecretResponse415Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// RotateWebhookPortalEndpointSecretResponse429Headers the declared response headers of an HTTP 429 response for RotateWebhookPortalEndpointSecret
+type RotateWebhookPortalEndpointSecretResponse429Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	RetryAfter            int
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// RotateWebhookPortalEndpointSecretResponse500Headers the declared response headers of an HTTP 500 response for RotateWebhookPortalEndpointSecret
+type RotateWebhookPortalEndpointSecretResponse500Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// RotateWebhookPortalEndpointSecretResponse502Headers the declared response headers of an HTTP 502 response for RotateWebhookPortalEndpointSecret
+type RotateWebhookPortalEndpointSecretResponse502Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// RotateWebhookPortalEndpointSecretResponse503Headers the declared response headers of an HTTP 503 response for RotateWebhookPortalEndpointSecret
+type RotateWebhookPortalEndpointSecretResponse503Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// RotateWebhookPortalEndpointSecretResponse504Headers the declared response headers of an HTTP 504 response for RotateWebhookPortalEndpointSecret
+type RotateWebhookPortalEndpointSecretResponse504Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+type RotateWebhookPortalEndpointSecretResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *RotateWebhookPortalEndpointSecretResponse200Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *RotateWebhookPortalEndpointSecretResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *RotateWebhookPortalEndpointSecretResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *RotateWebhookPortalEndpointSecretResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *RotateWebhookPortalEndpointSecretResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *RotateWebhookPortalEndpointSecretResponse415Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RotateWebhookPortalEndpointSecretResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *RotateWebhookPortalEndpointSecretResponse500Headers
+	// Headers502 the parsed response headers for an HTTP 502 response
+	Headers502 *RotateWebhookPortalEndpointSecretResponse502Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RotateWebhookPortalEndpointSecretResponse503Headers
+	// Headers504 the parsed response headers for an HTTP 504 response
+	Headers504 *RotateWebhookPortalEndpointSecretResponse504Headers
+}
+
+// GetBody returns the raw response body bytes
+func (r RotateWebhookPortalEndpointSecretResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RotateWebhookPortalEndpointSecretResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RotateWebhookPortalEndpointSecretResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RotateWebhookPortalEndpointSecretResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListWebhookPortalEventsResponse200Headers the declared response headers of an HTTP 200 response for ListWebhookPortalEvents
+type ListWebhookPortalEventsResponse200Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// ListWebhookPortalEventsResponse404Headers the declared response headers of an HTTP 404 response for ListWebhookPortalEvents
+type ListWebhookPortalEventsResponse404Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// ListWebhookPortalEventsResponse429Headers the declared response headers of an HTTP 429 response for ListWebhookPortalEvents
+type ListWebhookPortalEventsResponse429Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	RetryAfter            int
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// ListWebhookPortalEventsResponse500Headers the declared response headers of an HTTP 500 response for ListWebhookPortalEvents
+type ListWebhookPortalEventsResponse500Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// ListWebhookPortalEventsResponse502Headers the declared response headers of an HTTP 502 response for ListWebhookPortalEvents
+type ListWebhookPortalEventsResponse502Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// ListWebhookPortalEventsResponse503Headers the declared response headers of an HTTP 503 response for ListWebhookPortalEvents
+type ListWebhookPortalEventsResponse503Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+// ListWebhookPortalEventsResponse504Headers the declared response headers of an HTTP 504 response for ListWebhookPortalEvents
+type ListWebhookPortalEventsResponse504Headers struct {
+	ContentSecurityPolicy string
+	ReferrerPolicy        string
+	RequestId             string
+	Traceparent           *string
+	Tracestate            *string
+	XContentTypeOptions   string
+	XFrameOptions         string
+}
+
+type ListWebhookPortalEventsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListWebhookPortalEventsResponse200Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ListWebhookPortalEventsResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListWebhookPortalEventsResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListWebhookPortalEventsResponse500Headers
+	// Headers502 the parsed response headers for an HTTP 502 response
+	Headers502 *ListWebhookPortalEventsResponse502Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListWebhookPortalEventsResponse503Headers
+	// Headers504 the parsed response headers for an HTTP 504 response
+	Headers504 *ListWebhookPortalEventsResponse504Headers
+}
+
+// GetBody returns the raw response body bytes
+func (r ListWebhookPortalEventsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListWebhookPortalEventsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListWebhookPortalEventsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListWebhookPortalEventsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -25750,6 +28659,295 @@ func (r RotateWebhookEndpointSecretResponse) ContentType() string {
 	return ""
 }
 
+// CreateWebhookPortalSessionResponse200Headers the declared response headers of an HTTP 200 response for CreateWebhookPortalSession
+type CreateWebhookPortalSessionResponse200Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RequestId          string
+	Traceparent        *string
+	Tracestate         *string
+}
+
+// CreateWebhookPortalSessionResponse400Headers the declared response headers of an HTTP 400 response for CreateWebhookPortalSession
+type CreateWebhookPortalSessionResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RequestId          string
+	Traceparent        *string
+	Tracestate         *string
+}
+
+// CreateWebhookPortalSessionResponse401Headers the declared response headers of an HTTP 401 response for CreateWebhookPortalSession
+type CreateWebhookPortalSessionResponse401Headers struct {
+	RequestId       string
+	Traceparent     *string
+	Tracestate      *string
+	WWWAuthenticate string
+}
+
+// CreateWebhookPortalSessionResponse403Headers the declared response headers of an HTTP 403 response for CreateWebhookPortalSession
+type CreateWebhookPortalSessionResponse403Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RequestId          string
+	Traceparent        *string
+	Tracestate         *string
+}
+
+// CreateWebhookPortalSessionResponse404Headers the declared response headers of an HTTP 404 response for CreateWebhookPortalSession
+type CreateWebhookPortalSessionResponse404Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RequestId          string
+	Traceparent        *string
+	Tracestate         *string
+}
+
+// CreateWebhookPortalSessionResponse409Headers the declared response headers of an HTTP 409 response for CreateWebhookPortalSession
+type CreateWebhookPortalSessionResponse409Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RequestId          string
+	Traceparent        *string
+	Tracestate         *string
+}
+
+// CreateWebhookPortalSessionResponse413Headers the declared response headers of an HTTP 413 response for CreateWebhookPortalSession
+type CreateWebhookPortalSessionResponse413Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RequestId          string
+	Traceparent        *string
+	Tracestate         *string
+}
+
+// CreateWebhookPortalSessionResponse415Headers the declared response headers of an HTTP 415 response for CreateWebhookPortalSession
+type CreateWebhookPortalSessionResponse415Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RequestId          string
+	Traceparent        *string
+	Tracestate         *string
+}
+
+// CreateWebhookPortalSessionResponse429Headers the declared response headers of an HTTP 429 response for CreateWebhookPortalSession
+type CreateWebhookPortalSessionResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RequestId          string
+	RetryAfter         int
+	Traceparent        *string
+	Tracestate         *string
+}
+
+// CreateWebhookPortalSessionResponse500Headers the declared response headers of an HTTP 500 response for CreateWebhookPortalSession
+type CreateWebhookPortalSessionResponse500Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RequestId          string
+	Traceparent        *string
+	Tracestate         *string
+}
+
+// CreateWebhookPortalSessionResponse502Headers the declared response headers of an HTTP 502 response for CreateWebhookPortalSession
+type CreateWebhookPortalSessionResponse502Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RequestId          string
+	Traceparent        *string
+	Tracestate         *string
+}
+
+// CreateWebhookPortalSessionResponse503Headers the declared response headers of an HTTP 503 response for CreateWebhookPortalSession
+type CreateWebhookPortalSessionResponse503Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RequestId          string
+	RetryAfter         *int
+	Traceparent        *string
+	Tracestate         *string
+}
+
+// CreateWebhookPortalSessionResponse504Headers the declared response headers of an HTTP 504 response for CreateWebhookPortalSession
+type CreateWebhookPortalSessionResponse504Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RequestId          string
+	Traceparent        *string
+	Tracestate         *string
+}
+
+type CreateWebhookPortalSessionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WebhookPortalSession
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON502 the response for an HTTP 502 `application/json` response
+	JSON502 *BadGateway
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *GatewayTimeout
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CreateWebhookPortalSessionResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *CreateWebhookPortalSessionResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateWebhookPortalSessionResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CreateWebhookPortalSessionResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *CreateWebhookPortalSessionResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CreateWebhookPortalSessionResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *CreateWebhookPortalSessionResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *CreateWebhookPortalSessionResponse415Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateWebhookPortalSessionResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *CreateWebhookPortalSessionResponse500Headers
+	// Headers502 the parsed response headers for an HTTP 502 response
+	Headers502 *CreateWebhookPortalSessionResponse502Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateWebhookPortalSessionResponse503Headers
+	// Headers504 the parsed response headers for an HTTP 504 response
+	Headers504 *CreateWebhookPortalSessionResponse504Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreateWebhookPortalSessionResponse) GetJSON200() *WebhookPortalSession {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateWebhookPortalSessionResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateWebhookPortalSessionResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateWebhookPortalSessionResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreateWebhookPortalSessionResponse) GetJSON404() *Error {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateWebhookPortalSessionResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateWebhookPortalSessionResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreateWebhookPortalSessionResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateWebhookPortalSessionResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateWebhookPortalSessionResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON502 returns the response for an HTTP 502 `application/json` response
+func (r CreateWebhookPortalSessionResponse) GetJSON502() *BadGateway {
+	return r.JSON502
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CreateWebhookPortalSessionResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r CreateWebhookPortalSessionResponse) GetJSON504() *GatewayTimeout {
+	return r.JSON504
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateWebhookPortalSessionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateWebhookPortalSessionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateWebhookPortalSessionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateWebhookPortalSessionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // RetrieveHostedVerificationPageResponse200Headers the declared response headers of an HTTP 200 response for RetrieveHostedVerificationPage
 type RetrieveHostedVerificationPageResponse200Headers struct {
 	ContentSecurityPolicy string
@@ -26096,6 +29294,228 @@ func (c *ClientWithResponses) CheckLivenessWithResponse(ctx context.Context, req
 		return nil, err
 	}
 	return ParseCheckLivenessResponse(rsp)
+}
+
+// RetrieveWebhookPortalWithResponse The webhook portal
+//
+// The link of a webhook portal session (`POST /v1/webhook_portal_sessions`), opened in a
+// browser on the gateway's public address, without an API key. With `?token=…` (the link as
+// created) the token is checked and kept in a cookie (`portal_token`: `HttpOnly`,
+// `SameSite=Strict`, `Path=/portal/<id>`, `Secure` over https, `Max-Age` the session's remaining
+// lifetime), and the browser is sent to `/portal/<id>` without it (303), so the token leaves the
+// address bar and the history. Without it, the page reads the cookie and lists the session's
+// endpoints (its one endpoint with an endpoint scope): URL, status and enabled events.
+//
+// Every portal page checks the session on every request, its one-hour expiry included. Any
+// token that does not open the session (wrong, another session's, expired, missing) and any
+// object the session does not show (another account's or mode's, outside its endpoint) gets
+// the same 404 page, byte for byte; each counts as a failed authentication of the client
+// address, as on the verification page. Answers are HTML with `Cache-Control: no-store`,
+// `Referrer-Policy: no-referrer`, `X-Frame-Options: DENY` and a `Content-Security-Policy` that
+// loads nothing.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /portal/{id} (the `RetrieveWebhookPortal` operationId).
+func (c *ClientWithResponses) RetrieveWebhookPortalWithResponse(ctx context.Context, id PortalSessionID, params *RetrieveWebhookPortalParams, reqEditors ...RequestEditorFn) (*RetrieveWebhookPortalResponse, error) {
+	rsp, err := c.RetrieveWebhookPortal(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRetrieveWebhookPortalResponse(rsp)
+}
+
+// RetrieveWebhookPortalDeliveryWithResponse The webhook portal: a delivery
+//
+// A delivery to an endpoint the session shows: its event (type and id), status, next attempt,
+// and every attempt, oldest first (number, time, HTTP status or none, duration in
+// milliseconds, error code with its explanation), and with `read_write` access the retry form.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /portal/{id}/deliveries/{delivery} (the `RetrieveWebhookPortalDelivery` operationId).
+func (c *ClientWithResponses) RetrieveWebhookPortalDeliveryWithResponse(ctx context.Context, id PortalSessionID, delivery PortalDeliveryID, params *RetrieveWebhookPortalDeliveryParams, reqEditors ...RequestEditorFn) (*RetrieveWebhookPortalDeliveryResponse, error) {
+	rsp, err := c.RetrieveWebhookPortalDelivery(ctx, id, delivery, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRetrieveWebhookPortalDeliveryResponse(rsp)
+}
+
+// RetryWebhookPortalDeliveryWithBodyWithResponse The webhook portal: retry a delivery
+//
+// `POST /v1/webhook_deliveries/{id}/retry` for a delivery the session shows (`read_write` only):
+// sent again now with the same `webhook-id`; then back to the delivery's page with a notice.
+// A delivery whose endpoint is disabled or deleted is 409 with the reason. Needs the cookie and
+// the page's `csrf` value.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /portal/{id}/deliveries/{delivery}/retry (the `RetryWebhookPortalDelivery` operationId).
+func (c *ClientWithResponses) RetryWebhookPortalDeliveryWithBodyWithResponse(ctx context.Context, id PortalSessionID, delivery PortalDeliveryID, params *RetryWebhookPortalDeliveryParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RetryWebhookPortalDeliveryResponse, error) {
+	rsp, err := c.RetryWebhookPortalDeliveryWithBody(ctx, id, delivery, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRetryWebhookPortalDeliveryResponse(rsp)
+}
+
+// RetryWebhookPortalDeliveryWithFormdataBodyWithResponse The webhook portal: retry a delivery
+//
+// `POST /v1/webhook_deliveries/{id}/retry` for a delivery the session shows (`read_write` only):
+// sent again now with the same `webhook-id`; then back to the delivery's page with a notice.
+// A delivery whose endpoint is disabled or deleted is 409 with the reason. Needs the cookie and
+// the page's `csrf` value.
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /portal/{id}/deliveries/{delivery}/retry (the `RetryWebhookPortalDelivery` operationId).
+func (c *ClientWithResponses) RetryWebhookPortalDeliveryWithFormdataBodyWithResponse(ctx context.Context, id PortalSessionID, delivery PortalDeliveryID, params *RetryWebhookPortalDeliveryParams, body RetryWebhookPortalDeliveryFormdataRequestBody, reqEditors ...RequestEditorFn) (*RetryWebhookPortalDeliveryResponse, error) {
+	rsp, err := c.RetryWebhookPortalDeliveryWithFormdataBody(ctx, id, delivery, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRetryWebhookPortalDeliveryResponse(rsp)
+}
+
+// RetrieveWebhookPortalEndpointWithResponse The webhook portal: an endpoint
+//
+// An endpoint the session shows: its URL, status and events, its deliveries newest first (20 a
+// page, each with its event's type, status and number of attempts; "Older deliveries" carries
+// `after`), and with `read_write` access the forms that rotate its signing secret and disable
+// or enable it.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /portal/{id}/endpoints/{endpoint} (the `RetrieveWebhookPortalEndpoint` operationId).
+func (c *ClientWithResponses) RetrieveWebhookPortalEndpointWithResponse(ctx context.Context, id PortalSessionID, endpoint PortalEndpointID, params *RetrieveWebhookPortalEndpointParams, reqEditors ...RequestEditorFn) (*RetrieveWebhookPortalEndpointResponse, error) {
+	rsp, err := c.RetrieveWebhookPortalEndpoint(ctx, id, endpoint, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRetrieveWebhookPortalEndpointResponse(rsp)
+}
+
+// DisableWebhookPortalEndpointWithBodyWithResponse The webhook portal: disable an endpoint
+//
+// `POST /v1/webhook_endpoints/{id}` with `status: disabled`, for an endpoint the session shows
+// (`read_write` only), raising `webhook_endpoint.updated` naming this request when the status
+// changes; then back to the endpoint's page with a notice. Needs the cookie and the page's
+// `csrf` value.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /portal/{id}/endpoints/{endpoint}/disable (the `DisableWebhookPortalEndpoint` operationId).
+func (c *ClientWithResponses) DisableWebhookPortalEndpointWithBodyWithResponse(ctx context.Context, id PortalSessionID, endpoint PortalEndpointID, params *DisableWebhookPortalEndpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DisableWebhookPortalEndpointResponse, error) {
+	rsp, err := c.DisableWebhookPortalEndpointWithBody(ctx, id, endpoint, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDisableWebhookPortalEndpointResponse(rsp)
+}
+
+// DisableWebhookPortalEndpointWithFormdataBodyWithResponse The webhook portal: disable an endpoint
+//
+// `POST /v1/webhook_endpoints/{id}` with `status: disabled`, for an endpoint the session shows
+// (`read_write` only), raising `webhook_endpoint.updated` naming this request when the status
+// changes; then back to the endpoint's page with a notice. Needs the cookie and the page's
+// `csrf` value.
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /portal/{id}/endpoints/{endpoint}/disable (the `DisableWebhookPortalEndpoint` operationId).
+func (c *ClientWithResponses) DisableWebhookPortalEndpointWithFormdataBodyWithResponse(ctx context.Context, id PortalSessionID, endpoint PortalEndpointID, params *DisableWebhookPortalEndpointParams, body DisableWebhookPortalEndpointFormdataRequestBody, reqEditors ...RequestEditorFn) (*DisableWebhookPortalEndpointResponse, error) {
+	rsp, err := c.DisableWebhookPortalEndpointWithFormdataBody(ctx, id, endpoint, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDisableWebhookPortalEndpointResponse(rsp)
+}
+
+// EnableWebhookPortalEndpointWithBodyWithResponse The webhook portal: enable an endpoint
+//
+// `POST /v1/webhook_endpoints/{id}` with `status: enabled` (its pending deliveries are sent at
+// once), as disable. Needs the cookie and the page's `csrf` value.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /portal/{id}/endpoints/{endpoint}/enable (the `EnableWebhookPortalEndpoint` operationId).
+func (c *ClientWithResponses) EnableWebhookPortalEndpointWithBodyWithResponse(ctx context.Context, id PortalSessionID, endpoint PortalEndpointID, params *EnableWebhookPortalEndpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*EnableWebhookPortalEndpointResponse, error) {
+	rsp, err := c.EnableWebhookPortalEndpointWithBody(ctx, id, endpoint, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseEnableWebhookPortalEndpointResponse(rsp)
+}
+
+// EnableWebhookPortalEndpointWithFormdataBodyWithResponse The webhook portal: enable an endpoint
+//
+// `POST /v1/webhook_endpoints/{id}` with `status: enabled` (its pending deliveries are sent at
+// once), as disable. Needs the cookie and the page's `csrf` value.
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /portal/{id}/endpoints/{endpoint}/enable (the `EnableWebhookPortalEndpoint` operationId).
+func (c *ClientWithResponses) EnableWebhookPortalEndpointWithFormdataBodyWithResponse(ctx context.Context, id PortalSessionID, endpoint PortalEndpointID, params *EnableWebhookPortalEndpointParams, body EnableWebhookPortalEndpointFormdataRequestBody, reqEditors ...RequestEditorFn) (*EnableWebhookPortalEndpointResponse, error) {
+	rsp, err := c.EnableWebhookPortalEndpointWithFormdataBody(ctx, id, endpoint, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseEnableWebhookPortalEndpointResponse(rsp)
+}
+
+// RotateWebhookPortalEndpointSecretWithBodyWithResponse The webhook portal: rotate an endpoint's secret
+//
+// `POST /v1/webhook_endpoints/{id}/rotate_secret` with its defaults, for an endpoint the session
+// shows (`read_write` only): the answer is a page that shows the new secret, once; the previous
+// one keeps signing next to it for 24 hours. No event is raised (the secret is not part of the
+// endpoint object). Needs the cookie and the page's `csrf` value.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /portal/{id}/endpoints/{endpoint}/rotate_secret (the `RotateWebhookPortalEndpointSecret` operationId).
+func (c *ClientWithResponses) RotateWebhookPortalEndpointSecretWithBodyWithResponse(ctx context.Context, id PortalSessionID, endpoint PortalEndpointID, params *RotateWebhookPortalEndpointSecretParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RotateWebhookPortalEndpointSecretResponse, error) {
+	rsp, err := c.RotateWebhookPortalEndpointSecretWithBody(ctx, id, endpoint, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRotateWebhookPortalEndpointSecretResponse(rsp)
+}
+
+// RotateWebhookPortalEndpointSecretWithFormdataBodyWithResponse The webhook portal: rotate an endpoint's secret
+//
+// `POST /v1/webhook_endpoints/{id}/rotate_secret` with its defaults, for an endpoint the session
+// shows (`read_write` only): the answer is a page that shows the new secret, once; the previous
+// one keeps signing next to it for 24 hours. No event is raised (the secret is not part of the
+// endpoint object). Needs the cookie and the page's `csrf` value.
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /portal/{id}/endpoints/{endpoint}/rotate_secret (the `RotateWebhookPortalEndpointSecret` operationId).
+func (c *ClientWithResponses) RotateWebhookPortalEndpointSecretWithFormdataBodyWithResponse(ctx context.Context, id PortalSessionID, endpoint PortalEndpointID, params *RotateWebhookPortalEndpointSecretParams, body RotateWebhookPortalEndpointSecretFormdataRequestBody, reqEditors ...RequestEditorFn) (*RotateWebhookPortalEndpointSecretResponse, error) {
+	rsp, err := c.RotateWebhookPortalEndpointSecretWithFormdataBody(ctx, id, endpoint, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRotateWebhookPortalEndpointSecretResponse(rsp)
+}
+
+// ListWebhookPortalEventsWithResponse The webhook portal: recent events
+//
+// The account's recent events in the session's mode, newest first, 20 a page, each with its
+// type, time and a link to each of its deliveries the session shows; with an endpoint scope,
+// only the events that have a delivery to that endpoint. An "Older events" link carries the
+// next page's `after`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /portal/{id}/events (the `ListWebhookPortalEvents` operationId).
+func (c *ClientWithResponses) ListWebhookPortalEventsWithResponse(ctx context.Context, id PortalSessionID, params *ListWebhookPortalEventsParams, reqEditors ...RequestEditorFn) (*ListWebhookPortalEventsResponse, error) {
+	rsp, err := c.ListWebhookPortalEvents(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListWebhookPortalEventsResponse(rsp)
 }
 
 // CheckReadinessWithResponse Readiness
@@ -27409,6 +30829,68 @@ func (c *ClientWithResponses) RotateWebhookEndpointSecretWithResponse(ctx contex
 	return ParseRotateWebhookEndpointSecretResponse(rsp)
 }
 
+// CreateWebhookPortalSessionWithBodyWithResponse Create a webhook portal session
+//
+// A short-lived link (`url`) to the webhook portal: pages where your own customer sees
+// the account's endpoints in this mode (or only `endpoint`), their recent events, and
+// every delivery with each attempt (time, HTTP status, duration, error code), and, with
+// `access: read_write`, retries a delivery, rotates an endpoint's signing secret, and
+// disables or enables an endpoint, each exactly as the API's own operation, raising the
+// same events, which name the portal's request (docs/hosted-pages.md, "The webhook
+// portal").
+//
+// The session works for one hour (`expires_at` is `created` + 3600), whatever is done with
+// it. `url` is `<base>/portal/<id>?token=<token>`: the token (`wpst_` and 43 base62
+// characters) is shown in this answer only and stored only as a hash, so keep the link
+// like a password and hand it to the customer over a channel you trust. The base is
+// `WEBHOOKS_PORTAL_BASE_URL` when set, else the address this request was sent to.
+// Anything but `read_only` or `read_write` is 400 naming `access`; an `endpoint` that is
+// not one of the account's in this mode is 404 naming `endpoint`; `return_url` is checked
+// like every URL of the API (docs/api.md "URLs") and shown on every page as a way back.
+// A restricted key needs `webhook_endpoints: write`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/webhook_portal_sessions (the `CreateWebhookPortalSession` operationId).
+func (c *ClientWithResponses) CreateWebhookPortalSessionWithBodyWithResponse(ctx context.Context, params *CreateWebhookPortalSessionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateWebhookPortalSessionResponse, error) {
+	rsp, err := c.CreateWebhookPortalSessionWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateWebhookPortalSessionResponse(rsp)
+}
+
+// CreateWebhookPortalSessionWithResponse Create a webhook portal session
+//
+// A short-lived link (`url`) to the webhook portal: pages where your own customer sees
+// the account's endpoints in this mode (or only `endpoint`), their recent events, and
+// every delivery with each attempt (time, HTTP status, duration, error code), and, with
+// `access: read_write`, retries a delivery, rotates an endpoint's signing secret, and
+// disables or enables an endpoint, each exactly as the API's own operation, raising the
+// same events, which name the portal's request (docs/hosted-pages.md, "The webhook
+// portal").
+//
+// The session works for one hour (`expires_at` is `created` + 3600), whatever is done with
+// it. `url` is `<base>/portal/<id>?token=<token>`: the token (`wpst_` and 43 base62
+// characters) is shown in this answer only and stored only as a hash, so keep the link
+// like a password and hand it to the customer over a channel you trust. The base is
+// `WEBHOOKS_PORTAL_BASE_URL` when set, else the address this request was sent to.
+// Anything but `read_only` or `read_write` is 400 naming `access`; an `endpoint` that is
+// not one of the account's in this mode is 404 naming `endpoint`; `return_url` is checked
+// like every URL of the API (docs/api.md "URLs") and shown on every page as a way back.
+// A restricted key needs `webhook_endpoints: write`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/webhook_portal_sessions (the `CreateWebhookPortalSession` operationId).
+func (c *ClientWithResponses) CreateWebhookPortalSessionWithResponse(ctx context.Context, params *CreateWebhookPortalSessionParams, body CreateWebhookPortalSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateWebhookPortalSessionResponse, error) {
+	rsp, err := c.CreateWebhookPortalSession(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateWebhookPortalSessionResponse(rsp)
+}
+
 // RetrieveHostedVerificationPageWithResponse The hosted verification page
 //
 // The page you send an applicant to: `/verify/<session id>?client_secret=<client_secret>`
@@ -27637,6 +31119,4045 @@ func ParseCheckLivenessResponse(rsp *http.Response) (*CheckLivenessResponse, err
 			headers.Tracestate = &value
 		}
 		response.Headers200 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRetrieveWebhookPortalResponse parses an HTTP response from a RetrieveWebhookPortalWithResponse call
+func ParseRetrieveWebhookPortalResponse(rsp *http.Response) (*RetrieveWebhookPortalResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RetrieveWebhookPortalResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers RetrieveWebhookPortalResponse200Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 303:
+		var headers RetrieveWebhookPortalResponse303Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Set-Cookie"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Set-Cookie", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.SetCookie = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers303 = &headers
+	case rsp.StatusCode == 404:
+		var headers RetrieveWebhookPortalResponse404Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers RetrieveWebhookPortalResponse429Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers RetrieveWebhookPortalResponse500Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 502:
+		var headers RetrieveWebhookPortalResponse502Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers502 = &headers
+	case rsp.StatusCode == 503:
+		var headers RetrieveWebhookPortalResponse503Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers503 = &headers
+	case rsp.StatusCode == 504:
+		var headers RetrieveWebhookPortalResponse504Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers504 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRetrieveWebhookPortalDeliveryResponse parses an HTTP response from a RetrieveWebhookPortalDeliveryWithResponse call
+func ParseRetrieveWebhookPortalDeliveryResponse(rsp *http.Response) (*RetrieveWebhookPortalDeliveryResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RetrieveWebhookPortalDeliveryResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers RetrieveWebhookPortalDeliveryResponse200Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 404:
+		var headers RetrieveWebhookPortalDeliveryResponse404Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers RetrieveWebhookPortalDeliveryResponse429Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers RetrieveWebhookPortalDeliveryResponse500Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 502:
+		var headers RetrieveWebhookPortalDeliveryResponse502Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers502 = &headers
+	case rsp.StatusCode == 503:
+		var headers RetrieveWebhookPortalDeliveryResponse503Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers503 = &headers
+	case rsp.StatusCode == 504:
+		var headers RetrieveWebhookPortalDeliveryResponse504Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers504 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRetryWebhookPortalDeliveryResponse parses an HTTP response from a RetryWebhookPortalDeliveryWithResponse call
+func ParseRetryWebhookPortalDeliveryResponse(rsp *http.Response) (*RetryWebhookPortalDeliveryResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RetryWebhookPortalDeliveryResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 303:
+		var headers RetryWebhookPortalDeliveryResponse303Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers303 = &headers
+	case rsp.StatusCode == 403:
+		var headers RetryWebhookPortalDeliveryResponse403Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers RetryWebhookPortalDeliveryResponse404Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers RetryWebhookPortalDeliveryResponse409Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers RetryWebhookPortalDeliveryResponse413Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers RetryWebhookPortalDeliveryResponse415Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 429:
+		var headers RetryWebhookPortalDeliveryResponse429Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers RetryWebhookPortalDeliveryResponse500Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 502:
+		var headers RetryWebhookPortalDeliveryResponse502Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers502 = &headers
+	case rsp.StatusCode == 503:
+		var headers RetryWebhookPortalDeliveryResponse503Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers503 = &headers
+	case rsp.StatusCode == 504:
+		var headers RetryWebhookPortalDeliveryResponse504Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers504 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRetrieveWebhookPortalEndpointResponse parses an HTTP response from a RetrieveWebhookPortalEndpointWithResponse call
+func ParseRetrieveWebhookPortalEndpointResponse(rsp *http.Response) (*RetrieveWebhookPortalEndpointResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RetrieveWebhookPortalEndpointResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers RetrieveWebhookPortalEndpointResponse200Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 404:
+		var headers RetrieveWebhookPortalEndpointResponse404Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers RetrieveWebhookPortalEndpointResponse429Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers RetrieveWebhookPortalEndpointResponse500Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 502:
+		var headers RetrieveWebhookPortalEndpointResponse502Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers502 = &headers
+	case rsp.StatusCode == 503:
+		var headers RetrieveWebhookPortalEndpointResponse503Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers503 = &headers
+	case rsp.StatusCode == 504:
+		var headers RetrieveWebhookPortalEndpointResponse504Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers504 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDisableWebhookPortalEndpointResponse parses an HTTP response from a DisableWebhookPortalEndpointWithResponse call
+func ParseDisableWebhookPortalEndpointResponse(rsp *http.Response) (*DisableWebhookPortalEndpointResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DisableWebhookPortalEndpointResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 303:
+		var headers DisableWebhookPortalEndpointResponse303Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers303 = &headers
+	case rsp.StatusCode == 403:
+		var headers DisableWebhookPortalEndpointResponse403Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers DisableWebhookPortalEndpointResponse404Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers DisableWebhookPortalEndpointResponse409Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers DisableWebhookPortalEndpointResponse413Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers DisableWebhookPortalEndpointResponse415Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 429:
+		var headers DisableWebhookPortalEndpointResponse429Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers DisableWebhookPortalEndpointResponse500Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 502:
+		var headers DisableWebhookPortalEndpointResponse502Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers502 = &headers
+	case rsp.StatusCode == 503:
+		var headers DisableWebhookPortalEndpointResponse503Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers503 = &headers
+	case rsp.StatusCode == 504:
+		var headers DisableWebhookPortalEndpointResponse504Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers504 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseEnableWebhookPortalEndpointResponse parses an HTTP response from a EnableWebhookPortalEndpointWithResponse call
+func ParseEnableWebhookPortalEndpointResponse(rsp *http.Response) (*EnableWebhookPortalEndpointResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &EnableWebhookPortalEndpointResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 303:
+		var headers EnableWebhookPortalEndpointResponse303Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers303 = &headers
+	case rsp.StatusCode == 403:
+		var headers EnableWebhookPortalEndpointResponse403Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers EnableWebhookPortalEndpointResponse404Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers EnableWebhookPortalEndpointResponse409Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers EnableWebhookPortalEndpointResponse413Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers EnableWebhookPortalEndpointResponse415Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 429:
+		var headers EnableWebhookPortalEndpointResponse429Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers EnableWebhookPortalEndpointResponse500Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 502:
+		var headers EnableWebhookPortalEndpointResponse502Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers502 = &headers
+	case rsp.StatusCode == 503:
+		var headers EnableWebhookPortalEndpointResponse503Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers503 = &headers
+	case rsp.StatusCode == 504:
+		var headers EnableWebhookPortalEndpointResponse504Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers504 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRotateWebhookPortalEndpointSecretResponse parses an HTTP response from a RotateWebhookPortalEndpointSecretWithResponse call
+func ParseRotateWebhookPortalEndpointSecretResponse(rsp *http.Response) (*RotateWebhookPortalEndpointSecretResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RotateWebhookPortalEndpointSecretResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers RotateWebhookPortalEndpointSecretResponse200Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 403:
+		var headers RotateWebhookPortalEndpointSecretResponse403Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers RotateWebhookPortalEndpointSecretResponse404Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers RotateWebhookPortalEndpointSecretResponse409Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers RotateWebhookPortalEndpointSecretResponse413Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers RotateWebhookPortalEndpointSecretResponse415Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 429:
+		var headers RotateWebhookPortalEndpointSecretResponse429Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers RotateWebhookPortalEndpointSecretResponse500Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 502:
+		var headers RotateWebhookPortalEndpointSecretResponse502Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers502 = &headers
+	case rsp.StatusCode == 503:
+		var headers RotateWebhookPortalEndpointSecretResponse503Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers503 = &headers
+	case rsp.StatusCode == 504:
+		var headers RotateWebhookPortalEndpointSecretResponse504Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers504 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListWebhookPortalEventsResponse parses an HTTP response from a ListWebhookPortalEventsWithResponse call
+func ParseListWebhookPortalEventsResponse(rsp *http.Response) (*ListWebhookPortalEventsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListWebhookPortalEventsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListWebhookPortalEventsResponse200Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 404:
+		var headers ListWebhookPortalEventsResponse404Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListWebhookPortalEventsResponse429Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListWebhookPortalEventsResponse500Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 502:
+		var headers ListWebhookPortalEventsResponse502Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers502 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListWebhookPortalEventsResponse503Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers503 = &headers
+	case rsp.StatusCode == 504:
+		var headers ListWebhookPortalEventsResponse504Headers
+		if values := rsp.Header.Values("Content-Security-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Security-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentSecurityPolicy = value
+		}
+		if values := rsp.Header.Values("Referrer-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Referrer-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReferrerPolicy = value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		if values := rsp.Header.Values("X-Frame-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Frame-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XFrameOptions = value
+		}
+		response.Headers504 = &headers
 	}
 
 	return response, nil
@@ -54635,6 +62156,760 @@ func ParseRotateWebhookEndpointSecretResponse(rsp *http.Response) (*RotateWebhoo
 		response.Headers503 = &headers
 	case rsp.StatusCode == 504:
 		var headers RotateWebhookEndpointSecretResponse504Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		response.Headers504 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateWebhookPortalSessionResponse parses an HTTP response from a CreateWebhookPortalSessionWithResponse call
+func ParseCreateWebhookPortalSessionResponse(rsp *http.Response) (*CreateWebhookPortalSessionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateWebhookPortalSessionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WebhookPortalSession
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 502:
+		var dest BadGateway
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON502 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest GatewayTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CreateWebhookPortalSessionResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers CreateWebhookPortalSessionResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreateWebhookPortalSessionResponse401Headers
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers CreateWebhookPortalSessionResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers CreateWebhookPortalSessionResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers CreateWebhookPortalSessionResponse409Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers CreateWebhookPortalSessionResponse413Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers CreateWebhookPortalSessionResponse415Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateWebhookPortalSessionResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers CreateWebhookPortalSessionResponse500Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 502:
+		var headers CreateWebhookPortalSessionResponse502Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		response.Headers502 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateWebhookPortalSessionResponse503Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		if values := rsp.Header.Values("Tracestate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tracestate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Tracestate = &value
+		}
+		response.Headers503 = &headers
+	case rsp.StatusCode == 504:
+		var headers CreateWebhookPortalSessionResponse504Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -922,6 +922,42 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhook_portal_sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a webhook portal session
+         * @description A short-lived link (`url`) to the webhook portal: pages where your own customer sees
+         *     the account's endpoints in this mode (or only `endpoint`), their recent events, and
+         *     every delivery with each attempt (time, HTTP status, duration, error code), and, with
+         *     `access: read_write`, retries a delivery, rotates an endpoint's signing secret, and
+         *     disables or enables an endpoint, each exactly as the API's own operation, raising the
+         *     same events, which name the portal's request (docs/hosted-pages.md, "The webhook
+         *     portal").
+         *
+         *     The session works for one hour (`expires_at` is `created` + 3600), whatever is done with
+         *     it. `url` is `<base>/portal/<id>?token=<token>`: the token (`wpst_` and 43 base62
+         *     characters) is shown in this answer only and stored only as a hash, so keep the link
+         *     like a password and hand it to the customer over a channel you trust. The base is
+         *     `WEBHOOKS_PORTAL_BASE_URL` when set, else the address this request was sent to.
+         *     Anything but `read_only` or `read_write` is 400 naming `access`; an `endpoint` that is
+         *     not one of the account's in this mode is 404 naming `endpoint`; `return_url` is checked
+         *     like every URL of the API (docs/api.md "URLs") and shown on every page as a way back.
+         *     A restricted key needs `webhook_endpoints: write`.
+         */
+        post: operations["CreateWebhookPortalSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/openapi.json": {
         parameters: {
             query?: never;
@@ -1052,6 +1088,198 @@ export interface paths {
          *     site can know it. A live-mode session is 409 with its page, unchanged.
          */
         post: operations["SubmitHostedVerificationPage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/portal/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The webhook portal
+         * @description The link of a webhook portal session (`POST /v1/webhook_portal_sessions`), opened in a
+         *     browser on the gateway's public address, without an API key. With `?token=…` (the link as
+         *     created) the token is checked and kept in a cookie (`portal_token`: `HttpOnly`,
+         *     `SameSite=Strict`, `Path=/portal/<id>`, `Secure` over https, `Max-Age` the session's remaining
+         *     lifetime), and the browser is sent to `/portal/<id>` without it (303), so the token leaves the
+         *     address bar and the history. Without it, the page reads the cookie and lists the session's
+         *     endpoints (its one endpoint with an endpoint scope): URL, status and enabled events.
+         *
+         *     Every portal page checks the session on every request, its one-hour expiry included. Any
+         *     token that does not open the session (wrong, another session's, expired, missing) and any
+         *     object the session does not show (another account's or mode's, outside its endpoint) gets
+         *     the same 404 page, byte for byte; each counts as a failed authentication of the client
+         *     address, as on the verification page. Answers are HTML with `Cache-Control: no-store`,
+         *     `Referrer-Policy: no-referrer`, `X-Frame-Options: DENY` and a `Content-Security-Policy` that
+         *     loads nothing.
+         */
+        get: operations["RetrieveWebhookPortal"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/portal/{id}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The webhook portal: recent events
+         * @description The account's recent events in the session's mode, newest first, 20 a page, each with its
+         *     type, time and a link to each of its deliveries the session shows; with an endpoint scope,
+         *     only the events that have a delivery to that endpoint. An "Older events" link carries the
+         *     next page's `after`.
+         */
+        get: operations["ListWebhookPortalEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/portal/{id}/endpoints/{endpoint}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The webhook portal: an endpoint
+         * @description An endpoint the session shows: its URL, status and events, its deliveries newest first (20 a
+         *     page, each with its event's type, status and number of attempts; "Older deliveries" carries
+         *     `after`), and with `read_write` access the forms that rotate its signing secret and disable
+         *     or enable it.
+         */
+        get: operations["RetrieveWebhookPortalEndpoint"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/portal/{id}/endpoints/{endpoint}/rotate_secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The webhook portal: rotate an endpoint's secret
+         * @description `POST /v1/webhook_endpoints/{id}/rotate_secret` with its defaults, for an endpoint the session
+         *     shows (`read_write` only): the answer is a page that shows the new secret, once; the previous
+         *     one keeps signing next to it for 24 hours. No event is raised (the secret is not part of the
+         *     endpoint object). Needs the cookie and the page's `csrf` value.
+         */
+        post: operations["RotateWebhookPortalEndpointSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/portal/{id}/endpoints/{endpoint}/disable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The webhook portal: disable an endpoint
+         * @description `POST /v1/webhook_endpoints/{id}` with `status: disabled`, for an endpoint the session shows
+         *     (`read_write` only), raising `webhook_endpoint.updated` naming this request when the status
+         *     changes; then back to the endpoint's page with a notice. Needs the cookie and the page's
+         *     `csrf` value.
+         */
+        post: operations["DisableWebhookPortalEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/portal/{id}/endpoints/{endpoint}/enable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The webhook portal: enable an endpoint
+         * @description `POST /v1/webhook_endpoints/{id}` with `status: enabled` (its pending deliveries are sent at
+         *     once), as disable. Needs the cookie and the page's `csrf` value.
+         */
+        post: operations["EnableWebhookPortalEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/portal/{id}/deliveries/{delivery}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The webhook portal: a delivery
+         * @description A delivery to an endpoint the session shows: its event (type and id), status, next attempt,
+         *     and every attempt, oldest first (number, time, HTTP status or none, duration in
+         *     milliseconds, error code with its explanation), and with `read_write` access the retry form.
+         */
+        get: operations["RetrieveWebhookPortalDelivery"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/portal/{id}/deliveries/{delivery}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The webhook portal: retry a delivery
+         * @description `POST /v1/webhook_deliveries/{id}/retry` for a delivery the session shows (`read_write` only):
+         *     sent again now with the same `webhook-id`; then back to the delivery's page with a notice.
+         *     A delivery whose endpoint is disabled or deleted is 409 with the reason. Needs the cookie and
+         *     the page's `csrf` value.
+         */
+        post: operations["RetryWebhookPortalDelivery"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2415,6 +2643,36 @@ export interface components {
             url: "/v1/payment_requests/bulk";
             livemode: boolean;
         };
+        CreateWebhookPortalSessionBody: {
+            /** @description Show only this endpoint (its deliveries, and the events sent to it). Default every endpoint of the account in this mode. */
+            endpoint?: string;
+            /**
+             * @description `read_only`: the pages show, and nothing can be changed. `read_write`: also retry deliveries, rotate secrets, disable and enable endpoints.
+             * @default read_only
+             * @enum {string}
+             */
+            access: "read_only" | "read_write";
+            /** @description Where the pages' "Back" link goes (an `https://` URL, checked like every URL of the API). */
+            return_url?: string;
+        };
+        WebhookPortalSession: {
+            id: string;
+            /** @enum {string} */
+            object: "webhook_portal_session";
+            livemode: boolean;
+            /** @description Unix seconds. */
+            created: number;
+            /** @description Unix seconds, `created` + 3600. The link stops working then. */
+            expires_at: number;
+            /** @description The one endpoint the portal shows; null for every endpoint of the account in this mode. */
+            endpoint: string | null;
+            /** @enum {string} */
+            access: "read_only" | "read_write";
+            /** @description The pages' "Back" link, as stored; null for none. */
+            return_url: string | null;
+            /** @description The link to hand over, with its token. Shown only in this answer. */
+            url: string;
+        };
         CreateWebhookEndpointBody: {
             /**
              * @description Where to deliver: an absolute `https://` URL with a host, at most 2,048
@@ -3236,6 +3494,11 @@ export interface components {
                 [key: string]: string;
             };
         };
+        /** @description A portal action's form. */
+        PortalActionForm: {
+            /** @description The page's CSRF value (an HMAC of the session's id keyed with its token); without it, or wrong, the action is 403. */
+            csrf: string;
+        };
         /** @description The page's form. A field of a product the session does not run is ignored. */
         HostedVerificationForm: {
             /** @description The session's `client_secret`. */
@@ -3460,6 +3723,58 @@ export interface components {
             content?: never;
         };
         /**
+         * @description The one answer to every token that does not open the portal session (wrong, another
+         *     session's, expired, missing) and to every object it does not show (another account's or
+         *     mode's, outside its endpoint, unknown). The same page, byte for byte.
+         */
+        PortalNotFound: {
+            headers: {
+                "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                "Referrer-Policy": components["headers"]["Referrer-Policy"];
+                "X-Frame-Options": components["headers"]["X-Frame-Options"];
+                "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                "Request-Id": components["headers"]["Request-Id"];
+                Traceparent: components["headers"]["Traceparent"];
+                Tracestate: components["headers"]["Tracestate"];
+                [name: string]: unknown;
+            };
+            content: {
+                "text/html": string;
+            };
+        };
+        /** @description The session is `read_only`, or the form's `csrf` value is missing or wrong; nothing changed. */
+        PortalForbidden: {
+            headers: {
+                "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                "Referrer-Policy": components["headers"]["Referrer-Policy"];
+                "X-Frame-Options": components["headers"]["X-Frame-Options"];
+                "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                "Request-Id": components["headers"]["Request-Id"];
+                Traceparent: components["headers"]["Traceparent"];
+                Tracestate: components["headers"]["Tracestate"];
+                [name: string]: unknown;
+            };
+            content: {
+                "text/html": string;
+            };
+        };
+        /** @description The object's state refuses the action (a retry of a delivery whose endpoint is disabled or deleted; concurrent changes that kept winning); the page says why. Nothing changed. */
+        PortalRefused: {
+            headers: {
+                "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                "Referrer-Policy": components["headers"]["Referrer-Policy"];
+                "X-Frame-Options": components["headers"]["X-Frame-Options"];
+                "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                "Request-Id": components["headers"]["Request-Id"];
+                Traceparent: components["headers"]["Traceparent"];
+                Tracestate: components["headers"]["Tracestate"];
+                [name: string]: unknown;
+            };
+            content: {
+                "text/html": string;
+            };
+        };
+        /**
          * @description The one answer to every secret that does not open the page: wrong, another session's,
          *     missing, expired, the session ended, no such session. The same page, byte for byte.
          */
@@ -3601,6 +3916,18 @@ export interface components {
         WebhookSignatureHeader: string;
         /** @description Names the sender. */
         WebhookUserAgentHeader: "RentalPlatform-Webhooks/1.0";
+        /** @description The portal session's id (`wps_…`). Anything the session does not open is the same 404 page. */
+        PortalSessionID: string;
+        /** @description A webhook endpoint's id (`we_…`) the session shows. */
+        PortalEndpointID: string;
+        /** @description A webhook delivery's id (`wd_…`) to an endpoint the session shows. */
+        PortalDeliveryID: string;
+        /** @description The next (older) page's cursor, as the page's "Older" link carries it. */
+        PortalAfter: string;
+        /** @description The notice shown after an action (the portal's own redirects set it). */
+        PortalNotice: "retried" | "disabled" | "enabled";
+        /** @description The session's token, as the link's first request stored it (HttpOnly, SameSite=Strict, Path=/portal/<id>). */
+        PortalCookie: string;
         /** @description The session's id (`vs_…`). Anything that is not a session the secret opens is the same 404 page. */
         HostedSessionID: string;
     };
@@ -7455,6 +7782,105 @@ export interface operations {
             504: components["responses"]["GatewayTimeout"];
         };
     };
+    CreateWebhookPortalSession: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a POST safe to retry: the first request with a key runs, a retry with the same
+                 *     key and the same request gets the first answer (for 24 hours). 1–255 printable ASCII
+                 *     characters; a UUID is a good choice. Checked on every method, kept only for POST.
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["CreateWebhookPortalSessionBody"];
+            };
+        };
+        responses: {
+            /** @description The session, with its link (the only time the token is shown). */
+            200: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    Traceparent: components["headers"]["Traceparent"];
+                    Tracestate: components["headers"]["Tracestate"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Original-Request": components["headers"]["Original-Request"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookPortalSession"];
+                };
+            };
+            /** @description The request is invalid; nothing was changed. Codes: `body_invalid_json`, `body_unreadable`, `idempotency_key_reused`, `parameter_duplicate`, `parameter_invalid`, `parameter_unknown`, `url_credentials_not_allowed`, `url_not_https`. */
+            400: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    Traceparent: components["headers"]["Traceparent"];
+                    Tracestate: components["headers"]["Tracestate"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Original-Request": components["headers"]["Original-Request"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description Not found for this account and mode. Codes: `resource_missing`. */
+            404: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    Traceparent: components["headers"]["Traceparent"];
+                    Tracestate: components["headers"]["Tracestate"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Original-Request": components["headers"]["Original-Request"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A conflict with the object's state or with a concurrent request; nothing was changed. Codes: `idempotency_key_in_use`. */
+            409: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    Traceparent: components["headers"]["Traceparent"];
+                    Tracestate: components["headers"]["Tracestate"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Original-Request": components["headers"]["Original-Request"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+        };
+    };
     RetrieveOpenAPIDocument: {
         parameters: {
             query?: never;
@@ -7718,6 +8144,394 @@ export interface operations {
                     "text/html": string;
                 };
             };
+            429: components["responses"]["HostedTooManyRequests"];
+            500: components["responses"]["HostedError"];
+            502: components["responses"]["HostedUnavailable"];
+            503: components["responses"]["HostedUnavailable"];
+            504: components["responses"]["HostedUnavailable"];
+        };
+    };
+    RetrieveWebhookPortal: {
+        parameters: {
+            query?: {
+                /** @description The session's token, as the link carries it (once). */
+                token?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The portal session's id (`wps_…`). Anything the session does not open is the same 404 page. */
+                id: components["parameters"]["PortalSessionID"];
+            };
+            cookie?: {
+                /** @description The session's token, as the link's first request stored it (HttpOnly, SameSite=Strict, Path=/portal/<id>). */
+                portal_token?: components["parameters"]["PortalCookie"];
+            };
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoints the session shows. */
+            200: {
+                headers: {
+                    "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                    "Referrer-Policy": components["headers"]["Referrer-Policy"];
+                    "X-Frame-Options": components["headers"]["X-Frame-Options"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Request-Id": components["headers"]["Request-Id"];
+                    Traceparent: components["headers"]["Traceparent"];
+                    Tracestate: components["headers"]["Tracestate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description The token opens the session; it is now in the cookie, and the browser is sent to the portal without it. */
+            303: {
+                headers: {
+                    /** @description `/portal/<id>`. */
+                    Location: string;
+                    /** @description `portal_token=<token>; Max-Age=<seconds left>; Path=/portal/<id>; HttpOnly; SameSite=Strict` (and `Secure` over https). */
+                    "Set-Cookie": string;
+                    "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                    "Referrer-Policy": components["headers"]["Referrer-Policy"];
+                    "X-Frame-Options": components["headers"]["X-Frame-Options"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Request-Id": components["headers"]["Request-Id"];
+                    Traceparent: components["headers"]["Traceparent"];
+                    Tracestate: components["headers"]["Tracestate"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            404: components["responses"]["PortalNotFound"];
+            429: components["responses"]["HostedTooManyRequests"];
+            500: components["responses"]["HostedError"];
+            502: components["responses"]["HostedUnavailable"];
+            503: components["responses"]["HostedUnavailable"];
+            504: components["responses"]["HostedUnavailable"];
+        };
+    };
+    ListWebhookPortalEvents: {
+        parameters: {
+            query?: {
+                /** @description The next (older) page's cursor, as the page's "Older" link carries it. */
+                after?: components["parameters"]["PortalAfter"];
+            };
+            header?: never;
+            path: {
+                /** @description The portal session's id (`wps_…`). Anything the session does not open is the same 404 page. */
+                id: components["parameters"]["PortalSessionID"];
+            };
+            cookie?: {
+                /** @description The session's token, as the link's first request stored it (HttpOnly, SameSite=Strict, Path=/portal/<id>). */
+                portal_token?: components["parameters"]["PortalCookie"];
+            };
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of events. */
+            200: {
+                headers: {
+                    "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                    "Referrer-Policy": components["headers"]["Referrer-Policy"];
+                    "X-Frame-Options": components["headers"]["X-Frame-Options"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Request-Id": components["headers"]["Request-Id"];
+                    Traceparent: components["headers"]["Traceparent"];
+                    Tracestate: components["headers"]["Tracestate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            404: components["responses"]["PortalNotFound"];
+            429: components["responses"]["HostedTooManyRequests"];
+            500: components["responses"]["HostedError"];
+            502: components["responses"]["HostedUnavailable"];
+            503: components["responses"]["HostedUnavailable"];
+            504: components["responses"]["HostedUnavailable"];
+        };
+    };
+    RetrieveWebhookPortalEndpoint: {
+        parameters: {
+            query?: {
+                /** @description The next (older) page's cursor, as the page's "Older" link carries it. */
+                after?: components["parameters"]["PortalAfter"];
+                /** @description The notice shown after an action (the portal's own redirects set it). */
+                notice?: components["parameters"]["PortalNotice"];
+            };
+            header?: never;
+            path: {
+                /** @description The portal session's id (`wps_…`). Anything the session does not open is the same 404 page. */
+                id: components["parameters"]["PortalSessionID"];
+                /** @description A webhook endpoint's id (`we_…`) the session shows. */
+                endpoint: components["parameters"]["PortalEndpointID"];
+            };
+            cookie?: {
+                /** @description The session's token, as the link's first request stored it (HttpOnly, SameSite=Strict, Path=/portal/<id>). */
+                portal_token?: components["parameters"]["PortalCookie"];
+            };
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint and one page of its deliveries. */
+            200: {
+                headers: {
+                    "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                    "Referrer-Policy": components["headers"]["Referrer-Policy"];
+                    "X-Frame-Options": components["headers"]["X-Frame-Options"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Request-Id": components["headers"]["Request-Id"];
+                    Traceparent: components["headers"]["Traceparent"];
+                    Tracestate: components["headers"]["Tracestate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            404: components["responses"]["PortalNotFound"];
+            429: components["responses"]["HostedTooManyRequests"];
+            500: components["responses"]["HostedError"];
+            502: components["responses"]["HostedUnavailable"];
+            503: components["responses"]["HostedUnavailable"];
+            504: components["responses"]["HostedUnavailable"];
+        };
+    };
+    RotateWebhookPortalEndpointSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The portal session's id (`wps_…`). Anything the session does not open is the same 404 page. */
+                id: components["parameters"]["PortalSessionID"];
+                /** @description A webhook endpoint's id (`we_…`) the session shows. */
+                endpoint: components["parameters"]["PortalEndpointID"];
+            };
+            cookie?: {
+                /** @description The session's token, as the link's first request stored it (HttpOnly, SameSite=Strict, Path=/portal/<id>). */
+                portal_token?: components["parameters"]["PortalCookie"];
+            };
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": components["schemas"]["PortalActionForm"];
+            };
+        };
+        responses: {
+            /** @description The page showing the new signing secret. */
+            200: {
+                headers: {
+                    "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                    "Referrer-Policy": components["headers"]["Referrer-Policy"];
+                    "X-Frame-Options": components["headers"]["X-Frame-Options"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Request-Id": components["headers"]["Request-Id"];
+                    Traceparent: components["headers"]["Traceparent"];
+                    Tracestate: components["headers"]["Tracestate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            403: components["responses"]["PortalForbidden"];
+            404: components["responses"]["PortalNotFound"];
+            409: components["responses"]["PortalRefused"];
+            413: components["responses"]["HostedBadRequest"];
+            415: components["responses"]["HostedBadRequest"];
+            429: components["responses"]["HostedTooManyRequests"];
+            500: components["responses"]["HostedError"];
+            502: components["responses"]["HostedUnavailable"];
+            503: components["responses"]["HostedUnavailable"];
+            504: components["responses"]["HostedUnavailable"];
+        };
+    };
+    DisableWebhookPortalEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The portal session's id (`wps_…`). Anything the session does not open is the same 404 page. */
+                id: components["parameters"]["PortalSessionID"];
+                /** @description A webhook endpoint's id (`we_…`) the session shows. */
+                endpoint: components["parameters"]["PortalEndpointID"];
+            };
+            cookie?: {
+                /** @description The session's token, as the link's first request stored it (HttpOnly, SameSite=Strict, Path=/portal/<id>). */
+                portal_token?: components["parameters"]["PortalCookie"];
+            };
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": components["schemas"]["PortalActionForm"];
+            };
+        };
+        responses: {
+            /** @description Done; the browser is sent back to the endpoint. */
+            303: {
+                headers: {
+                    /** @description The page to show next, on the portal (a path). */
+                    Location: string;
+                    "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                    "Referrer-Policy": components["headers"]["Referrer-Policy"];
+                    "X-Frame-Options": components["headers"]["X-Frame-Options"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Request-Id": components["headers"]["Request-Id"];
+                    Traceparent: components["headers"]["Traceparent"];
+                    Tracestate: components["headers"]["Tracestate"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            403: components["responses"]["PortalForbidden"];
+            404: components["responses"]["PortalNotFound"];
+            409: components["responses"]["PortalRefused"];
+            413: components["responses"]["HostedBadRequest"];
+            415: components["responses"]["HostedBadRequest"];
+            429: components["responses"]["HostedTooManyRequests"];
+            500: components["responses"]["HostedError"];
+            502: components["responses"]["HostedUnavailable"];
+            503: components["responses"]["HostedUnavailable"];
+            504: components["responses"]["HostedUnavailable"];
+        };
+    };
+    EnableWebhookPortalEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The portal session's id (`wps_…`). Anything the session does not open is the same 404 page. */
+                id: components["parameters"]["PortalSessionID"];
+                /** @description A webhook endpoint's id (`we_…`) the session shows. */
+                endpoint: components["parameters"]["PortalEndpointID"];
+            };
+            cookie?: {
+                /** @description The session's token, as the link's first request stored it (HttpOnly, SameSite=Strict, Path=/portal/<id>). */
+                portal_token?: components["parameters"]["PortalCookie"];
+            };
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": components["schemas"]["PortalActionForm"];
+            };
+        };
+        responses: {
+            /** @description Done; the browser is sent back to the endpoint. */
+            303: {
+                headers: {
+                    /** @description The page to show next, on the portal (a path). */
+                    Location: string;
+                    "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                    "Referrer-Policy": components["headers"]["Referrer-Policy"];
+                    "X-Frame-Options": components["headers"]["X-Frame-Options"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Request-Id": components["headers"]["Request-Id"];
+                    Traceparent: components["headers"]["Traceparent"];
+                    Tracestate: components["headers"]["Tracestate"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            403: components["responses"]["PortalForbidden"];
+            404: components["responses"]["PortalNotFound"];
+            409: components["responses"]["PortalRefused"];
+            413: components["responses"]["HostedBadRequest"];
+            415: components["responses"]["HostedBadRequest"];
+            429: components["responses"]["HostedTooManyRequests"];
+            500: components["responses"]["HostedError"];
+            502: components["responses"]["HostedUnavailable"];
+            503: components["responses"]["HostedUnavailable"];
+            504: components["responses"]["HostedUnavailable"];
+        };
+    };
+    RetrieveWebhookPortalDelivery: {
+        parameters: {
+            query?: {
+                /** @description The notice shown after an action (the portal's own redirects set it). */
+                notice?: components["parameters"]["PortalNotice"];
+            };
+            header?: never;
+            path: {
+                /** @description The portal session's id (`wps_…`). Anything the session does not open is the same 404 page. */
+                id: components["parameters"]["PortalSessionID"];
+                /** @description A webhook delivery's id (`wd_…`) to an endpoint the session shows. */
+                delivery: components["parameters"]["PortalDeliveryID"];
+            };
+            cookie?: {
+                /** @description The session's token, as the link's first request stored it (HttpOnly, SameSite=Strict, Path=/portal/<id>). */
+                portal_token?: components["parameters"]["PortalCookie"];
+            };
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The delivery and its attempts. */
+            200: {
+                headers: {
+                    "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                    "Referrer-Policy": components["headers"]["Referrer-Policy"];
+                    "X-Frame-Options": components["headers"]["X-Frame-Options"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Request-Id": components["headers"]["Request-Id"];
+                    Traceparent: components["headers"]["Traceparent"];
+                    Tracestate: components["headers"]["Tracestate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            404: components["responses"]["PortalNotFound"];
+            429: components["responses"]["HostedTooManyRequests"];
+            500: components["responses"]["HostedError"];
+            502: components["responses"]["HostedUnavailable"];
+            503: components["responses"]["HostedUnavailable"];
+            504: components["responses"]["HostedUnavailable"];
+        };
+    };
+    RetryWebhookPortalDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The portal session's id (`wps_…`). Anything the session does not open is the same 404 page. */
+                id: components["parameters"]["PortalSessionID"];
+                /** @description A webhook delivery's id (`wd_…`) to an endpoint the session shows. */
+                delivery: components["parameters"]["PortalDeliveryID"];
+            };
+            cookie?: {
+                /** @description The session's token, as the link's first request stored it (HttpOnly, SameSite=Strict, Path=/portal/<id>). */
+                portal_token?: components["parameters"]["PortalCookie"];
+            };
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": components["schemas"]["PortalActionForm"];
+            };
+        };
+        responses: {
+            /** @description The delivery is rescheduled; the browser is sent back to it. */
+            303: {
+                headers: {
+                    /** @description The page to show next, on the portal (a path). */
+                    Location: string;
+                    "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                    "Referrer-Policy": components["headers"]["Referrer-Policy"];
+                    "X-Frame-Options": components["headers"]["X-Frame-Options"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Request-Id": components["headers"]["Request-Id"];
+                    Traceparent: components["headers"]["Traceparent"];
+                    Tracestate: components["headers"]["Tracestate"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            403: components["responses"]["PortalForbidden"];
+            404: components["responses"]["PortalNotFound"];
+            409: components["responses"]["PortalRefused"];
+            413: components["responses"]["HostedBadRequest"];
+            415: components["responses"]["HostedBadRequest"];
             429: components["responses"]["HostedTooManyRequests"];
             500: components["responses"]["HostedError"];
             502: components["responses"]["HostedUnavailable"];

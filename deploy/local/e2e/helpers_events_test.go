@@ -75,6 +75,7 @@ func startWith(t *testing.T, cfg stackConfig) *platform {
 		AdminAddr:   "127.0.0.1:0",
 		Env:         env,
 		ProgramEnv:  cfg.programEnv,
+		Programs:    programs.folder(t, root),
 	}
 	// As `make run`: embedded stores unless real ones are configured. A real server is shared
 	// with other test binaries, so each stack gets its own databases.

@@ -53,54 +53,6 @@ func (r *returnSite) requests() []*http.Request {
 	return slices.Clone(r.reqs)
 }
 
-// browser starts headless Chromium (skipped without it, outside CI) with a console log of
-// its own, and returns its context. It trusts the return site's self-signed certificate.
-func browser(t *testing.T) (context.Context, func() []chromedp.ConsoleMessage) {
-	t.Helper()
-	path := needTool(t, "chromium", "install Debian's chromium (apt-get install chromium) to walk the hosted verification page")
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(path),
-		chromedp.NoSandbox, // root in CI
-		chromedp.DisableGPU,
-		chromedp.IgnoreCertErrors,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1024, 900),
-	)
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(actx)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 3*time.Minute)
-	var mu sync.Mutex
-	var messages []chromedp.ConsoleMessage
-	consoleCtx, stopConsole := context.WithCancel(ctx)
-	console := chromedp.Console(consoleCtx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for m, err := range console {
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			messages = append(messages, m)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		stopConsole()
-		<-done
-		cancelTimeout()
-		cancel()
-		cancelAlloc()
-	})
-	return ctx, func() []chromedp.ConsoleMessage {
-		mu.Lock()
-		defer mu.Unlock()
-		return slices.Clone(messages)
-	}
-}
-
 // focused names the element that has the focus: its id, else its class, else its tag
 // ("button" for the submit button).
 const focused = `(e => e ? e.id || e.className || e.tagName.toLowerCase() : "nothing")(document.activeElement)`
@@ -121,20 +73,8 @@ func TestHostedVerification(t *testing.T) {
 	// The browser talks to the gateway through the contract's proxy: every exchange of the
 	// page is checked against api/openapi.yaml like the suite's own.
 	pageURL := contractProxy(t, p.GatewayURL) + "/verify/" + id + "?client_secret=" + url.QueryEscape(secret)
-	run := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(ctx, steps...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
-	eval := func(js string) string {
-		t.Helper()
-		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
-		if err != nil {
-			t.Fatalf("%s: %v", js, err)
-		}
-		return v
-	}
+	page := tab{t, ctx}
+	run, eval := page.run, page.eval
 	wantFocus := func(after, want string) {
 		t.Helper()
 		// A key press is handled at once; a link's navigation moves the focus a moment later.
@@ -281,12 +221,7 @@ func TestHostedVerification(t *testing.T) {
 	// Nothing was refused or failed on any page: a CSP violation ("Refused to apply …") is a
 	// console error. Answers' statuses are logged as errors too (the 422 and 404 pages above,
 	// the gateway's 401 to the browser's request for a favicon); the test checks those itself.
-	for _, m := range console() {
-		if (m.Type == chromedp.ConsoleError || m.IsException()) &&
-			!strings.HasPrefix(m.Text, "Failed to load resource: the server responded with a status of ") {
-			t.Errorf("console %s (%s:%d)", m, m.URL, m.Line)
-		}
-	}
+	consoleErrors(t, console(), true)
 }
 
 // Every secret that does not open the page gets the same 404, byte for byte: an expired

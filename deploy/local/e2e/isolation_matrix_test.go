@@ -146,7 +146,7 @@ func permissionOf(path string) (string, error) {
 	switch first {
 	case "verification_reports":
 		return "verification_sessions", nil
-	case "webhook_deliveries":
+	case "webhook_deliveries", "webhook_portal_sessions":
 		return "webhook_endpoints", nil
 	case "event_types":
 		return "events", nil
@@ -412,10 +412,11 @@ func TestIsolationMatrix(t *testing.T) {
 	covered, public := 0, 0
 	for _, op := range publicOps {
 		if op.Public {
-			// A hosted page's form is the one POST without a key: its credential, a
-			// session's client secret, is in its body (docs/hosted-pages.md,
-			// TestHostedVerificationSecrets).
-			if op.Method != http.MethodGet && !strings.HasPrefix(op.Path, "/verify/") {
+			// A hosted page's form is the one POST without a key: its credential is a
+			// session's client secret in its body, or a webhook portal session's cookie and
+			// CSRF value (docs/hosted-pages.md, TestHostedVerificationSecrets,
+			// TestWebhookPortalTokens).
+			if op.Method != http.MethodGet && !strings.HasPrefix(op.Path, "/verify/") && !strings.HasPrefix(op.Path, "/portal/") {
 				t.Errorf("%s needs no key, yet is not a GET", op)
 			}
 			public++

@@ -1,14 +1,12 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,40 +22,9 @@ import (
 // page's first screen is kept, with the page's text (the paths are printed in the report of
 // the run).
 func TestReferencePage(t *testing.T) {
-	browser := needTool(t, "chromium", "install Debian's chromium (apt-get install chromium) to run the reference page's test")
+	ctx, console := browserSized(t, 1280, 900)
 	p := start(t)
 	page := contractProxy(t, p.GatewayURL) + "/docs"
-
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(browser),
-		chromedp.NoSandbox, // root in CI
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 900),
-	)
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-
-	var mu sync.Mutex
-	var messages []chromedp.ConsoleMessage
-	consoleCtx, stopConsole := context.WithCancel(ctx)
-	console := chromedp.Console(consoleCtx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for m, err := range console {
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			messages = append(messages, m)
-			mu.Unlock()
-		}
-	}()
 
 	if err := chromedp.Do(ctx, chromedp.Navigate(page)); err != nil {
 		t.Fatalf("loading %s: %v", page, err)
@@ -95,15 +62,7 @@ func TestReferencePage(t *testing.T) {
 		t.Errorf("%d of %d operations are not on the page (screenshot %s): %s", len(m), len(summaries), png, strings.Join(m, "; "))
 	}
 
-	stopConsole()
-	<-done
-	mu.Lock()
-	defer mu.Unlock()
-	for _, m := range messages {
-		if m.Type == chromedp.ConsoleError || m.IsException() {
-			t.Errorf("console %s (%s:%d)", m, m.URL, m.Line)
-		}
-	}
+	consoleErrors(t, console(), false)
 }
 
 // operationSummaries returns "METHOD path: summary" of every operation of the public document,

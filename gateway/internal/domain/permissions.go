@@ -30,11 +30,11 @@ func Resources() []Resource { return append([]Resource(nil), resources...) }
 
 // ResourceOf maps the first segment of an API path (after /v1/ and any test_helpers/) to the
 // resource whose permission governs it. Objects that only exist inside another resource go
-// with it: verification reports with their sessions, webhook deliveries with the endpoints
-// they are sent to (retrying one is an action on an endpoint; the deliveries of one event,
-// under /v1/events/:id/deliveries, are read with the event), the catalogue of event types with
-// the events. ok is false for a segment that
-// is not an API resource.
+// with it: verification reports with their sessions, webhook deliveries and webhook portal
+// sessions with the endpoints (retrying a delivery, or opening a portal to the endpoints, is an
+// action on an endpoint; the deliveries of one event, under /v1/events/:id/deliveries, are
+// read with the event), the catalogue of event types with the events. ok is false for a
+// segment that is not an API resource.
 func ResourceOf(segment string) (Resource, bool) {
 	switch segment {
 	case "verification_sessions", "verification_reports":
@@ -45,7 +45,7 @@ func ResourceOf(segment string) (Resource, bool) {
 		return ResPaymentRequests, true
 	case "payment_agreements":
 		return ResPaymentAgreements, true
-	case "webhook_endpoints", "webhook_deliveries":
+	case "webhook_endpoints", "webhook_deliveries", "webhook_portal_sessions":
 		return ResWebhookEndpoints, true
 	case "events", "event_types":
 		return ResEvents, true

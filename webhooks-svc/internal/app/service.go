@@ -34,6 +34,9 @@ type Deps struct {
 	Now  func() time.Time // time.Now when nil
 	IDs  *ids.Generator
 	Log  *slog.Logger
+
+	// Portals stores webhook portal sessions (portal*.go); nil serves no portal.
+	Portals domain.PortalSessionRepository
 }
 
 // Config is the delivery policy.

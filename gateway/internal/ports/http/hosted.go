@@ -48,11 +48,12 @@ type hostedPage struct {
 }
 
 // hostedPages is the table of hosted pages, by path prefix. Another service's page is one more
-// entry, e.g. {prefix: "/portal/", service: s.Webhooks, route: "/portal/:id"}, and that
-// service declares the prefix (service.WithHostedPages) and serves the page.
+// entry, and that service declares the prefix (service.WithHostedPages) and serves the page.
 func hostedPages(s Services) []hostedPage {
 	pages := []hostedPage{
 		{prefix: "/verify/", service: s.Verification, route: "/verify/:id"},
+		// The webhook portal: /portal/<session id> and the pages under it.
+		{prefix: "/portal/", service: s.Webhooks, route: "/portal/:id"},
 	}
 	// A listener built without a page's service (a test's) does not serve the page.
 	return slices.DeleteFunc(pages, func(h hostedPage) bool { return h.service == nil })
@@ -122,11 +123,14 @@ func (p *public) serveHosted(c *fiber.Ctx, page hostedPage) error {
 	in := &c.Request().Header
 	out.Header.SetMethod(method)
 	page.service.SetURI(out, path, c.Request().URI().QueryString())
-	for _, h := range []string{fiber.HeaderContentType, fiber.HeaderAccept, fiber.HeaderAcceptLanguage, fiber.HeaderUserAgent} {
+	// Cookie: a page may keep its credential in a cookie of its own path (the webhook
+	// portal's), which only a browser on the gateway's address sends.
+	for _, h := range []string{fiber.HeaderContentType, fiber.HeaderAccept, fiber.HeaderAcceptLanguage, fiber.HeaderUserAgent, fiber.HeaderCookie} {
 		if v := in.Peek(h); len(v) > 0 {
 			out.Header.SetBytesV(h, v)
 		}
 	}
+	setForwarded(c, &out.Header)
 	if method == fiber.MethodPost {
 		// A form: small, read whole under the JSON body limit.
 		if _, err := p.attachBody(c, out, false, nil); err != nil {

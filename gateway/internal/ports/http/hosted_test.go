@@ -28,6 +28,8 @@ func TestHostedPageTable(t *testing.T) {
 		path, service, route string
 	}{
 		{"/verify/vs_1", "verification", "/verify/:id"},
+		{"/portal/wps_1/events", "webhooks", "/portal/:id"},
+		{"/portal", "", routeUnmatched},
 		{"/verify/", "verification", "/verify/:id"}, // routed to the page's handling, which refuses it
 		{"/verify", "", routeUnmatched},
 		{"/verifyx/vs_1", "", routeUnmatched},

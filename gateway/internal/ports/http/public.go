@@ -311,6 +311,7 @@ func (p *public) forward(c *fiber.Ctx, key domain.Key, rt route, method, path, i
 	if v := in.Peek(headerLastEventID); len(v) > 0 {
 		out.Header.SetBytesV(headerLastEventID, v)
 	}
+	setForwarded(c, &out.Header)
 
 	upload := rt.upload && method == fiber.MethodPost
 	var idem *idempotentRun
@@ -381,6 +382,29 @@ func (p *public) forward(c *fiber.Ctx, key domain.Key, rt route, method, path, i
 		idem.complete(resp, body)
 	}
 	return nil
+}
+
+// The public address the client used, as the gateway passes it to services (the links a
+// service makes, such as a webhook portal session's url, point there).
+const (
+	headerForwardedHost  = "X-Forwarded-Host"
+	headerForwardedProto = "X-Forwarded-Proto"
+)
+
+// setForwarded sets X-Forwarded-Host (the request's Host) and X-Forwarded-Proto (https when
+// the connection is TLS, else http) on a request to a service. They are the gateway's own
+// reading of the request: whatever the client sent in headers of those names is never passed
+// on (a forwarded request is built from an allow-list), so a client cannot make a service
+// believe another address.
+func setForwarded(c *fiber.Ctx, h *fasthttp.RequestHeader) {
+	if host := c.Request().Host(); len(host) > 0 {
+		h.SetBytesV(headerForwardedHost, host)
+	}
+	proto := "http"
+	if c.Context().IsTLS() {
+		proto = "https"
+	}
+	h.Set(headerForwardedProto, proto)
 }
 
 // signRequest sets the identity headers (identity.Signer.Sign) on a request to a service,

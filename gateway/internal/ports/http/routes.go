@@ -29,7 +29,7 @@ func (s Services) owner(resource string) *upstream.Upstream {
 		return s.Collections
 	case "payment_requests", "payment_agreements":
 		return s.Payments
-	case "webhook_endpoints", "events", "webhook_deliveries", "event_types":
+	case "webhook_endpoints", "events", "webhook_deliveries", "event_types", "webhook_portal_sessions":
 		return s.Webhooks
 	}
 	return nil
@@ -168,6 +168,7 @@ var routeTemplates = []string{
 	"/v1/event_types",
 	"/v1/webhook_deliveries",
 	"/v1/webhook_deliveries/:id/retry",
+	"/v1/webhook_portal_sessions",
 }
 
 // routeNames names the public listener's requests in spans and metrics (http.route): by the
@@ -194,6 +195,7 @@ func newRouteNames() routeNames {
 	for _, r := range []string{
 		"verification_sessions", "verification_reports", "collection_cases", "payment_requests",
 		"payment_agreements", "webhook_endpoints", "events", "webhook_deliveries", "event_types",
+		"webhook_portal_sessions",
 	} {
 		names[r] = &resourceRoutes{below: apiPrefix + r + "/*", helpers: apiPrefix + "test_helpers/" + r + "/*"}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"rentalplatform/libs/fiberx"
+	"rentalplatform/libs/hostedpage"
 
 	"rentalplatform/verification-svc/internal/app"
 	"rentalplatform/verification-svc/internal/domain"
@@ -32,7 +33,7 @@ const Path = Prefix + ":id"
 type handlers struct {
 	svc   *app.Service
 	log   *slog.Logger
-	pages *pages
+	pages *hostedpage.Pages
 }
 
 // Register adds the page's routes to r: GET (and HEAD) shows the page, POST submits it.
@@ -150,11 +151,11 @@ func (h handlers) submit(c *fiber.Ctx) error {
 		return h.fail(c, err)
 	}
 	if u := done.RedirectURL(); u != "" {
-		setHeaders(c, "default-src 'none'; frame-ancestors 'none'")
+		hostedpage.SetHeaders(c, hostedpage.NoContent)
 		c.Set(fiber.HeaderLocation, u)
 		return c.SendStatus(fiber.StatusSeeOther)
 	}
-	return h.pages.render(c, fiber.StatusOK, pageDone, view{TestMode: true, Status: string(done.Status())}, false, "")
+	return render(c, h.pages, fiber.StatusOK, pageDone, view{TestMode: true, Status: string(done.Status())}, false, "")
 }
 
 // form renders the test-mode page, with the choices already made and the products left
@@ -182,7 +183,7 @@ func (h handlers) form(c *fiber.Ctx, status int, s *domain.Session, secret strin
 		}
 		v.Products = append(v.Products, pv)
 	}
-	return h.pages.render(c, status, pageVerify, v, true, formTo)
+	return render(c, h.pages, status, pageVerify, v, true, formTo)
 }
 
 // live renders the live-mode page: nothing can be done here.
@@ -192,7 +193,7 @@ func (h handlers) live(c *fiber.Ctx, status int, s *domain.Session) error {
 		v.ReturnURL = u
 		_, v.ReturnHost = origin(u)
 	}
-	return h.pages.render(c, status, pageLive, v, false, "")
+	return render(c, h.pages, status, pageLive, v, false, "")
 }
 
 // fail answers an error of the application: the same "not found" page for every secret that
@@ -200,14 +201,14 @@ func (h handlers) live(c *fiber.Ctx, status int, s *domain.Session) error {
 func (h handlers) fail(c *fiber.Ctx, err error) error {
 	switch {
 	case errors.Is(err, app.ErrHostedPageClosed):
-		return h.pages.render(c, fiber.StatusNotFound, pageNotFound, view{}, false, "")
+		return render(c, h.pages, fiber.StatusNotFound, pageNotFound, view{}, false, "")
 	case errors.Is(err, app.ErrHostedLive):
 		// The handler shows a live session its page before submitting; this is only the
 		// application's own refusal, said the same way.
-		return h.pages.render(c, fiber.StatusConflict, pageLive, view{}, false, "")
+		return render(c, h.pages, fiber.StatusConflict, pageLive, view{}, false, "")
 	}
 	h.log.ErrorContext(c.UserContext(), "hosted page", "error", err.Error(), "request_id", fiberx.RequestID(c), "path", c.Path())
-	return h.pages.render(c, fiber.StatusInternalServerError, pageError, view{RequestID: fiberx.RequestID(c)}, false, "")
+	return render(c, h.pages, fiber.StatusInternalServerError, pageError, view{RequestID: fiberx.RequestID(c)}, false, "")
 }
 
 // expires is the session's expires_at as the page says it.
