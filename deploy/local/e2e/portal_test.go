@@ -49,7 +49,8 @@ func TestWebhookPortal(t *testing.T) {
 	key := p.newKey(t, "acct_portal", false)
 	// Its own webhook_endpoint.created is its first delivery, answered 500.
 	epID, whsec := p.createEndpoint(t, key, rx.URL()+"/portal-hooks", "webhook_endpoint.created")
-	first := rx.WaitFor(t, "/portal-hooks", 1, deliveryWait)[0]
+	// Answered: a request is listed on arrival, its status once the answer is written.
+	first := rx.WaitForAnswered(t, "/portal-hooks", 1, deliveryWait)[0]
 	eventID := first.ID()
 	if first.Event().Type != "webhook_endpoint.created" || first.Event().ObjectID() != epID || first.Status != 500 {
 		t.Fatalf("first delivery (%d): %s", first.Status, first.Body)
