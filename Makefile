@@ -45,7 +45,7 @@ drills: ## Fault drills at full size (payments-svc and webhooks-svc killed, Redi
 
 # BENCH_FLAGS are the bench driver's (go run ./deploy/local/cmd/bench -h): make bench BENCH_FLAGS='-only gateway'.
 BENCH_FLAGS ?=
-bench: ## Start the platform and print load and latency figures (the edge: gateway vs nginx vs a bare Fiber proxy, allocations per request; gateway vs direct; event to delivery; verification sessions: create latency, expiry; payments: collection rate, create latency, scheduled retries' memory; collections: filtered list over 10,000 cases, concurrent uploads and memory). One section: make bench BENCH_FLAGS='-only gateway'
+bench: ## Start the platform and print load and latency figures (the edge: gateway vs nginx and HAProxy configured as API gateways, nginx proxying and a bare Fiber proxy, allocations per request; gateway vs direct; event to delivery; verification sessions: create latency, expiry, list by email; payments: collection rate, create latency, scheduled retries' memory, list by status over 10,000 requests; collections: two-filter list over 10,000 cases, concurrent uploads and memory; beside each rate, CPU per unit of work by program, embedded stores (a process of their own here) and load generator). One section: make bench BENCH_FLAGS='-only gateway'
 	go run ./deploy/local/cmd/bench $(BENCH_FLAGS)
 
 # SOAK_FLAGS are the soak driver's (go run ./deploy/local/cmd/soak -h): make soak SOAK_FLAGS='-duration 30m -rate 20'.

@@ -68,7 +68,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	}
 
 	sender, err := webhookhttp.New(webhookhttp.Config{Timeout: cfg.Timeout, AllowPrivate: cfg.AllowPrivate, TLSInsecure: cfg.TLSInsecure,
-		TracerProvider: rt.Tel.TracerProvider, MeterProvider: rt.Tel.MeterProvider})
+		TracerProvider: rt.Tel.TracerProvider, MeterProvider: rt.Tel.MeterProvider, InFlight: cfg.Concurrency + cfg.InlineConcurrency})
 	if err != nil {
 		return fail(err)
 	}

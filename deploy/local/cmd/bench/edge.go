@@ -1,8 +1,9 @@
 package main
 
-// The edge comparison (issue 16): the same authenticated GET answered by a stub service
-// directly, through nginx, through a bare Fiber proxy and through the gateway with the
-// settings a production user runs, measured with wrk in one sitting, rounds alternated.
+// The edge comparison (issues 16 and 31): the same authenticated GET answered by a stub
+// service directly, through nginx proxying, through a bare Fiber proxy, through nginx and
+// HAProxy configured as API gateways (peers.go) and through the gateway with the settings a
+// production user runs, measured with wrk in one sitting, rounds alternated.
 
 import (
 	"bufio"
@@ -89,6 +90,12 @@ func bareFiberProxy(upstream string) *fiber.App {
 	return app
 }
 
+// The peer gateways' names in the edge comparison.
+const (
+	peerNginx   = "nginx as a gateway → stub"
+	peerHAProxy = "HAProxy as a gateway → stub"
+)
+
 // edgeTarget is one server measured, and the processes whose CPU it spends.
 type edgeTarget struct {
 	name string
@@ -106,7 +113,7 @@ type edgeResult struct {
 }
 
 func benchEdge(ctx context.Context, st *stack.Stack, s settings, root, dataDir string, logOut io.Writer, stdout io.Writer) error {
-	wrk, nginx, err := edgeTools(ctx, stdout)
+	wrk, nginx, haproxy, err := edgeTools(ctx, stdout)
 	if err != nil {
 		return err
 	}
@@ -149,6 +156,46 @@ func benchEdge(ctx context.Context, st *stack.Stack, s settings, root, dataDir s
 		return fmt.Errorf("nginx: %w", err)
 	}
 
+	// The peer gateways (peers/): nginx and HAProxy doing a gateway's job with the dev key.
+	keys := []peerKey{{Secret: st.DevAPIKey, Account: "acct_dev"}}
+	ngxGwAddr, hapAddr := freeAddr(), freeAddr()
+	ngxGw := newPeerSettings(filepath.Join(dataDir, "nginx-gateway"), ngxGwAddr, stubAddr, keys)
+	ngxGwConf, err := writePeerConfig("nginx-gateway.conf", ngxGw)
+	if err != nil {
+		return err
+	}
+	ngxGateway, err := start(nginx, nil, "-p", ngxGw.Dir, "-c", ngxGwConf, "-e", filepath.Join(ngxGw.Dir, "error.log"))
+	if err != nil {
+		return fmt.Errorf("nginx as a gateway: %w", err)
+	}
+	hap := newPeerSettings(filepath.Join(dataDir, "haproxy-gateway"), hapAddr, stubAddr, keys)
+	hapConf, err := writePeerConfig("haproxy-gateway.cfg", hap)
+	if err != nil {
+		return err
+	}
+	if err := writeHAProxyKeys(hap); err != nil {
+		return err
+	}
+	hapLog, err := os.Create(filepath.Join(hap.Dir, "access.log"))
+	if err != nil {
+		return err
+	}
+	defer hapLog.Close()
+	// -db: in the foreground; its log lines go to standard output, a pipe copied to a file by
+	// this process, as the gateway's are.
+	haproxyCmd := exec.CommandContext(ctx, haproxy, "-db", "-f", hapConf)
+	hapOut, err := haproxyCmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	go func() { _, _ = io.Copy(hapLog, hapOut) }()
+	haproxyCmd.Stderr = logOut
+	ownGroup(haproxyCmd)
+	if err := haproxyCmd.Start(); err != nil {
+		return fmt.Errorf("haproxy: %w", err)
+	}
+	procs = append(procs, haproxyCmd)
+
 	// The gateway as production runs it: authentication, a 1 % parent-based sampler exporting
 	// over OTLP (to a sink here), rate limits on (far above the load), the failed-
 	// authentication limit on, metrics on, info access logs (to a file).
@@ -163,10 +210,16 @@ func benchEdge(ctx context.Context, st *stack.Stack, s settings, root, dataDir s
 	}
 	defer gwLog.Close()
 	stubURL := "http://" + stubAddr
+	gwMetrics := freeAddr() // the measured gateway's: its profile (-edge-profile)
 	startGateway := func(bin, addr string, extra []string) (*exec.Cmd, error) {
+		metrics := freeAddr()
+		if addr == gwAddr {
+			metrics = gwMetrics
+		}
 		env := []string{
 			"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
-			"GATEWAY_ADDR=" + addr, "ADMIN_ADDR=" + freeAddr(), "METRICS_ADDR=" + freeAddr(),
+			"GATEWAY_ADDR=" + addr, "ADMIN_ADDR=" + freeAddr(), "METRICS_ADDR=" + metrics,
+			"PROFILES_ENABLED=" + strconv.FormatBool(s.edgeProfile != ""),
 			"ADMIN_TOKEN=admin_" + randomToken(), "INTERNAL_AUTH_SECRET=" + st.InternalAuthSecret,
 			"MONGODB_URI=" + st.MongoURI, "MONGODB_DATABASE=" + st.DatabasePrefix + "gateway", "REDIS_URL=" + st.RedisURL,
 			"VERIFICATION_URL=" + stubURL, "COLLECTIONS_URL=" + stubURL, "PAYMENTS_URL=" + stubURL, "WEBHOOKS_URL=" + stubURL,
@@ -212,7 +265,8 @@ func benchEdge(ctx context.Context, st *stack.Stack, s settings, root, dataDir s
 	}
 
 	path := "/v1/webhook_endpoints/we_01h0000000000000000000000"
-	ready := []string{"http://" + stubAddr + "/healthz", "http://" + fiberAddr + "/healthz", "http://" + nginxAddr + "/healthz", "http://" + gwAddr + "/readyz"}
+	ready := []string{"http://" + stubAddr + "/healthz", "http://" + fiberAddr + "/healthz", "http://" + nginxAddr + "/healthz",
+		"http://" + ngxGwAddr + "/healthz", "http://" + hapAddr + "/healthz", "http://" + gwAddr + "/readyz"}
 	if ref != nil {
 		ready = append(ready, "http://"+refAddr+"/readyz")
 	}
@@ -225,13 +279,20 @@ func benchEdge(ctx context.Context, st *stack.Stack, s settings, root, dataDir s
 		{name: "stub direct", url: "http://" + stubAddr + path, pid: stub.Process.Pid},
 		{name: "nginx → stub", url: "http://" + nginxAddr + path, pid: ngx.Process.Pid},
 		{name: "bare Fiber proxy → stub", url: "http://" + fiberAddr + path, pid: fiberProxy.Process.Pid},
+		{name: peerNginx, url: "http://" + ngxGwAddr + path, pid: ngxGateway.Process.Pid},
+		{name: peerHAProxy, url: "http://" + hapAddr + path, pid: haproxyCmd.Process.Pid},
 		{name: "gateway → stub", url: "http://" + gwAddr + path, pid: gw.Process.Pid},
+	}
+	for _, t := range []edgeTarget{targets[3], targets[4], targets[5]} {
+		if err := checkGatewayJob(ctx, t.name, t.url, st.DevAPIKey); err != nil {
+			return fmt.Errorf("edge bench: %w (configurations in %s and %s)", err, ngxGw.Dir, hap.Dir)
+		}
 	}
 	if ref != nil {
 		targets = append(targets, edgeTarget{name: "reference gateway → stub", url: "http://" + refAddr + path, pid: ref.Process.Pid})
 	}
 	auth := "Authorization: Bearer " + st.DevAPIKey
-	if r, err := runWrk(ctx, wrk, targets[3], auth, 64, time.Second); err != nil || r.errors > 0 {
+	if r, err := runWrk(ctx, wrk, targets[5], auth, 64, time.Second); err != nil || r.errors > 0 {
 		return fmt.Errorf("edge bench: the gateway does not answer 200 (%v, %d errors); its log is %s", err, r.errors, gwLog.Name())
 	}
 
@@ -240,7 +301,10 @@ func benchEdge(ctx context.Context, st *stack.Stack, s settings, root, dataDir s
 	fmt.Fprintf(stdout, "alternated (each round runs every target once, in turn). The gateway runs with production settings:\n")
 	fmt.Fprintf(stdout, "authentication, parentbased_traceidratio 0.01 (exported over OTLP), rate limits on (above the load),\n")
 	fmt.Fprintf(stdout, "failed-authentication limit on, metrics on, LOG_LEVEL=%s (info: one access log line per request, to a\n", s.edgeLogLevel)
-	fmt.Fprintf(stdout, "pipe). CPU is the server's own (nginx: master and workers), not the stub's; wrk shares the machine.\n")
+	fmt.Fprintf(stdout, "pipe). The peer gateways (configurations in deploy/local/cmd/bench/peers/) do the same job: the bearer\n")
+	fmt.Fprintf(stdout, "key looked up (401 without a known one), a per-key rate limit above the load, a request id to the service\n")
+	fmt.Fprintf(stdout, "and back, an access log line per request (nginx: to a file; HAProxy: to a pipe). CPU is the server's own\n")
+	fmt.Fprintf(stdout, "(nginx: master and workers), not the stub's; wrk shares the machine.\n")
 	all := map[string][]edgeResult{}
 	for _, t := range targets { // warm up every server once
 		if _, err := runWrk(ctx, wrk, t, auth, s.concurrency, 2*time.Second); err != nil {
@@ -250,26 +314,52 @@ func benchEdge(ctx context.Context, st *stack.Stack, s settings, root, dataDir s
 	for round := 1; round <= s.rounds; round++ {
 		fmt.Fprintf(stdout, "  round %d:\n", round)
 		for _, t := range targets {
+			var profiled <-chan error
+			if round == 1 && t.pid == gw.Process.Pid && s.edgeProfile != "" {
+				profiled = cpuProfileOf(ctx, "http://"+gwMetrics, s.duration-2*time.Second, s.edgeProfile)
+			}
 			r, err := runWrk(ctx, wrk, t, auth, s.concurrency, s.duration)
 			if err != nil {
 				return err
 			}
+			if profiled != nil {
+				if err := <-profiled; err != nil {
+					return err
+				}
+				fmt.Fprintf(stdout, "    (a CPU profile of the gateway during this run: go tool pprof -top %s)\n", s.edgeProfile)
+			}
 			all[t.name] = append(all[t.name], r)
-			fmt.Fprintf(stdout, "    %-28s %s\n", t.name, r)
+			fmt.Fprintf(stdout, "    %-31s %s\n", t.name, r)
 		}
 	}
 	med := map[string]edgeResult{}
 	fmt.Fprintf(stdout, "  medians of %d rounds:\n", s.rounds)
 	for _, t := range targets {
 		med[t.name] = median(all[t.name])
-		fmt.Fprintf(stdout, "    %-28s %s\n", t.name, med[t.name])
+		fmt.Fprintf(stdout, "    %-31s %s\n", t.name, med[t.name])
 	}
 	g, n, f := med["gateway → stub"], med["nginx → stub"], med["bare Fiber proxy → stub"]
-	fmt.Fprintf(stdout, "  gateway / nginx:            req/s %.2f× (target ≥ 0.7), p99 %.2f× (target ≤ 1.5), CPU per request %.2f×\n",
+	// The target is against the faster of the two peer gateways, by median requests/s.
+	peer := peerNginx
+	if med[peerHAProxy].rate > med[peerNginx].rate {
+		peer = peerHAProxy
+	}
+	p := med[peer]
+	fmt.Fprintf(stdout, "  gateway / the faster peer gateway (%s):\n", peer)
+	fmt.Fprintf(stdout, "                              req/s %.2f× (target ≥ 1.0), p99 %.2f× (target ≤ 1.0), CPU per request %.2f×\n",
+		g.rate/p.rate, float64(g.p99)/float64(p.p99), float64(g.cpuPerRq)/float64(p.cpuPerRq))
+	for _, name := range []string{peerNginx, peerHAProxy} {
+		o := med[name]
+		fmt.Fprintf(stdout, "  gateway / %-17s req/s %.2f×, p99 %.2f×, CPU per request %.2f×\n", strings.TrimSuffix(name, " → stub")+":",
+			g.rate/o.rate, float64(g.p99)/float64(o.p99), float64(g.cpuPerRq)/float64(o.cpuPerRq))
+	}
+	fmt.Fprintf(stdout, "  gateway / nginx proxying:   req/s %.2f×, p99 %.2f×, CPU per request %.2f× (no gateway work: the floor of any edge)\n",
 		g.rate/n.rate, float64(g.p99)/float64(n.p99), float64(g.cpuPerRq)/float64(n.cpuPerRq))
-	fmt.Fprintf(stdout, "  gateway / bare Fiber proxy: req/s %.2f× (target ≥ 0.9), p99 %.2f×, CPU per request %.2f×\n",
+	fmt.Fprintf(stdout, "  gateway / bare Fiber proxy: req/s %.2f×, p99 %.2f×, CPU per request %.2f× (the floor of this design)\n",
 		g.rate/f.rate, float64(g.p99)/float64(f.p99), float64(g.cpuPerRq)/float64(f.cpuPerRq))
-	fmt.Fprintf(stdout, "  bare Fiber proxy / nginx:   req/s %.2f× (the floor of this design)\n", f.rate/n.rate)
+	// What a Fiber gateway could reach at best: the bare proxy does none of the gateway's work.
+	fmt.Fprintf(stdout, "  bare Fiber proxy / the faster peer gateway: req/s %.2f×, p99 %.2f× (the most a Fiber gateway reaches here with every feature free)\n",
+		f.rate/p.rate, float64(f.p99)/float64(p.p99))
 	if r, ok := med["reference gateway → stub"]; ok {
 		fmt.Fprintf(stdout, "  gateway / reference (%s): req/s %.2f×, p99 %.2f×, CPU per request %.2f×\n",
 			refName, g.rate/r.rate, float64(g.p99)/float64(r.p99), float64(g.cpuPerRq)/float64(r.cpuPerRq))
@@ -361,58 +451,34 @@ func runWrk(ctx context.Context, wrk string, t edgeTarget, header string, conns 
 	return r, nil
 }
 
-// processCPU is the user and system CPU time pid and its children have spent (Linux /proc).
+// processCPU is the user and system CPU time pid and its children have spent (Linux /proc):
+// nginx's master and its workers together.
 func processCPU(pid int) time.Duration {
-	const tick = 10 * time.Millisecond // USER_HZ is 100 on Linux
-	total := time.Duration(0)
-	pids := []int{pid}
+	total := ownCPU(pid)
 	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid)); err == nil {
 		for _, f := range strings.Fields(string(b)) {
 			if c, err := strconv.Atoi(f); err == nil {
-				pids = append(pids, c)
+				total += ownCPU(c)
 			}
 		}
-	}
-	for _, p := range pids {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
-		if err != nil {
-			continue
-		}
-		// Fields after the command name (which may hold spaces, in parentheses): utime and
-		// stime are the 12th and 13th.
-		rest := string(b)
-		if i := strings.LastIndexByte(rest, ')'); i >= 0 {
-			rest = rest[i+1:]
-		}
-		f := strings.Fields(rest)
-		if len(f) < 13 {
-			continue
-		}
-		u, _ := strconv.ParseInt(f[11], 10, 64)
-		s, _ := strconv.ParseInt(f[12], 10, 64)
-		total += time.Duration(u+s) * tick
 	}
 	return total
 }
 
-// edgeTools finds wrk and nginx, installing them with apt (Debian's wrk and nginx-light) when
-// missing.
-func edgeTools(ctx context.Context, stdout io.Writer) (wrk, nginx string, err error) {
+// edgeTools finds wrk, nginx and HAProxy, installing them with apt (Debian's wrk, nginx-light
+// and haproxy) when missing.
+func edgeTools(ctx context.Context, stdout io.Writer) (wrk, nginx, haproxy string, err error) {
 	find := func() {
 		wrk, _ = exec.LookPath("wrk")
-		nginx, _ = exec.LookPath("nginx")
-		if nginx == "" {
-			if _, err := os.Stat("/usr/sbin/nginx"); err == nil {
-				nginx = "/usr/sbin/nginx"
-			}
-		}
+		nginx, haproxy = sbin("nginx"), sbin("haproxy")
 	}
-	if find(); wrk != "" && nginx != "" {
-		return wrk, nginx, nil
+	if find(); wrk != "" && nginx != "" && haproxy != "" {
+		return wrk, nginx, haproxy, nil
 	}
-	fmt.Fprintln(stdout, "Installing wrk and nginx-light with apt-get (the edge comparison needs them)...")
+	const pkgs = "wrk nginx-light haproxy"
+	fmt.Fprintf(stdout, "Installing %s with apt-get (the edge comparison needs them)...\n", pkgs)
 	install := func() error {
-		out, err := exec.CommandContext(ctx, "apt-get", "install", "-y", "-q", "wrk", "nginx-light").CombinedOutput()
+		out, err := exec.CommandContext(ctx, "apt-get", append([]string{"install", "-y", "-q"}, strings.Fields(pkgs)...)...).CombinedOutput()
 		if err != nil {
 			return fmt.Errorf("%w: %s", err, out)
 		}
@@ -420,16 +486,27 @@ func edgeTools(ctx context.Context, stdout io.Writer) (wrk, nginx string, err er
 	}
 	if err := install(); err != nil {
 		if out, uerr := exec.CommandContext(ctx, "apt-get", "update", "-q").CombinedOutput(); uerr != nil {
-			return "", "", fmt.Errorf("apt-get update: %w: %s", uerr, out)
+			return "", "", "", fmt.Errorf("apt-get update: %w: %s", uerr, out)
 		}
 		if err := install(); err != nil {
-			return "", "", fmt.Errorf("installing wrk and nginx-light (run as root, or install them yourself): %w", err)
+			return "", "", "", fmt.Errorf("installing %s (run as root, or install them yourself): %w", pkgs, err)
 		}
 	}
-	if find(); wrk == "" || nginx == "" {
-		return "", "", errors.New("wrk or nginx still not found after installing them")
+	if find(); wrk == "" || nginx == "" || haproxy == "" {
+		return "", "", "", fmt.Errorf("one of %s still not found after installing them", pkgs)
 	}
-	return wrk, nginx, nil
+	return wrk, nginx, haproxy, nil
+}
+
+// sbin finds a server program on PATH or in /usr/sbin (not on every user's PATH).
+func sbin(name string) string {
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	if _, err := os.Stat("/usr/sbin/" + name); err == nil {
+		return "/usr/sbin/" + name
+	}
+	return ""
 }
 
 // writeNginxConf writes an nginx configuration proxying addr to upstream with keep-alive
@@ -462,6 +539,40 @@ http {
 }
 `, dir, addr, upstream)
 	return os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(conf), 0o644)
+}
+
+// cpuProfileOf takes a CPU profile of d from a program's metrics listener (PROFILES_ENABLED)
+// starting a second from now, inside the run it is taken during, and writes it to path.
+func cpuProfileOf(ctx context.Context, metricsURL string, d time.Duration, path string) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		done <- func() error {
+			time.Sleep(time.Second)
+			url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", metricsURL, max(1, int(d.Seconds())))
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+			if err != nil {
+				return err
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return fmt.Errorf("profile: %w", err)
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("profile: %s answered %d", url, resp.StatusCode)
+			}
+			f, err := os.Create(path)
+			if err != nil {
+				return err
+			}
+			if _, err := io.Copy(f, resp.Body); err != nil {
+				f.Close()
+				return fmt.Errorf("profile: %w", err)
+			}
+			return f.Close()
+		}()
+	}()
+	return done
 }
 
 // otlpSink accepts OTLP/HTTP trace exports and drops them.

@@ -1,11 +1,19 @@
 // Command bench starts the platform as `make run` does (embedded stores unless MONGODB_URI /
 // REDIS_URL are set) and measures it from outside: the edge (the gateway with production
-// settings against nginx and a bare Fiber proxy, all in front of one stub service, with wrk;
-// edge.go), authenticated GET /v1/webhook_endpoints/:id through the gateway and the same
-// request sent straight to webhooks-svc with a valid internal identity, event-to-delivery latency and throughput, verification sessions (create latency,
-// expiry at expires_at), payments and collection cases (a filtered list over 10,000 cases,
-// concurrent uploads and the service's memory). It prints figures next to the targets; it
-// asserts nothing.
+// settings against nginx and HAProxy configured as API gateways, nginx proxying and a bare
+// Fiber proxy, all in front of one stub service, with wrk; edge.go, peers.go), authenticated GET /v1/webhook_endpoints/:id through the gateway and the same
+// request sent straight to webhooks-svc with a valid internal identity, event-to-delivery
+// latency and throughput, verification sessions (create latency, expiry at expires_at, the
+// list by applicant email over them), payments (collection rate, create latency, the list by
+// status over 10,000 requests, scheduled retries' memory) and collection cases (the list with
+// two filters over 10,000 cases, concurrent uploads and the service's memory). It prints
+// figures next to the targets; it asserts nothing.
+//
+// Beside each rate it prints the CPU time per unit of work (request, delivery, collected
+// payment, list request), split by program, the embedded stores and the load generator
+// (cpumeter.go). For that, unlike `make run`, the embedded stores run in a process of their own
+// (stores.go), the bench's binary started again, whose URLs the stack is given as if they were
+// external servers.
 package main
 
 import (
@@ -33,14 +41,22 @@ import (
 )
 
 func main() {
+	if ok, err := serveStores(os.Args[1:], os.Getenv, os.Stdin, os.Stdout); ok {
+		// The host of the embedded stores (stores.go): it serves until the bench lets it go.
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench stores:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if ok, err := serveMode(os.Args[1:]); ok {
 		// One of the edge comparison's servers (edge.go): it serves until killed.
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	// As make run does: this process hosts the embedded store.
-	stack.TuneEmbeddedGC(os.Getenv)
+	// Unlike make run's launcher, this process hosts no store (stores.go): the Go collector's
+	// defaults suit a load generator.
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout)
 	stop()
 	if err != nil {
@@ -59,6 +75,9 @@ type settings struct {
 	only         string
 	rounds       int    // the edge comparison's rounds
 	edgeLogLevel string // the edge comparison's gateway's LOG_LEVEL
+	// edgeProfile is where a CPU profile of the gateway taken during its first measured
+	// edge round goes ("": none).
+	edgeProfile string
 	// edgeRefGateway is a gateway binary measured beside this one (another build: before a
 	// change), with the same settings.
 	edgeRefGateway string
@@ -71,6 +90,7 @@ type settings struct {
 	verifTTL      time.Duration
 	payRequests   int // payments (a): requests created in bulk and collected
 	payRetries    int // payments (c): scheduled retries held in Redis
+	payList       int // payments (d): requests of one account the list by status runs over
 	// collections
 	collCases     int // cases of one account the filtered list runs over
 	collUploads   int // concurrent uploads
@@ -84,10 +104,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	fs.DurationVar(&s.duration, "duration", 10*time.Second, "length of each measured run")
 	fs.IntVar(&s.concurrency, "concurrency", 64, "connections for the maximum-throughput runs")
 	fs.DurationVar(&s.warmup, "warmup", 2*time.Second, "unmeasured load before each run")
-	fs.IntVar(&s.eventRate, "event-rate", 200, "events/s for the event-to-delivery latency run")
-	fs.IntVar(&s.deliveryRate, "delivery-rate", 1500, "deliveries/s offered in the delivery throughput run (20 endpoints); the target is to sustain at least 1,000")
-	fs.StringVar(&s.only, "only", "", "run only 'gateway' (the edge comparison, then the gateway against webhooks-svc), 'edge' (the edge comparison alone), 'delivery', 'verification', 'payments' or 'collections'")
+	fs.IntVar(&s.eventRate, "event-rate", 500, "events/s for the event-to-delivery latency run (the targets are at 500)")
+	fs.IntVar(&s.deliveryRate, "delivery-rate", 3000, "deliveries/s offered in the delivery throughput run (20 endpoints); the target is to sustain them all")
+	fs.StringVar(&s.only, "only", "", "run only 'gateway' (the edge comparison, then the gateway against webhooks-svc), 'edge' (the edge comparison alone), 'delivery', 'verification', 'payments' or 'collections'. "+
+		"The filtered lists (issue 31) are in three of them: sessions by email in 'verification' (over its sessions), requests by status in 'payments' (d), the two-filter case list in 'collections' (a); "+
+		"alone: -only payments -payment-requests 0 -payment-retries 0, -only collections -collection-uploads 0")
 	fs.StringVar(&s.edgeLogLevel, "edge-log-level", "info", "LOG_LEVEL of the gateway in the edge comparison (warn: without access logs)")
+	fs.StringVar(&s.edgeProfile, "edge-profile", "", "write a CPU profile of the gateway, taken during its first measured round of the edge comparison, to this file (go tool pprof -top FILE)")
 	fs.StringVar(&s.edgeRefGateway, "edge-ref-gateway", "", "a gateway binary (another build, say of the commit before a change) measured in the edge comparison beside this one, with the same settings")
 	fs.Func("edge-ref-env", "settings (KEY=value, space-separated) the reference gateway runs with on top of the production ones, e.g. 'LOG_LEVEL=warn' or 'GATEWAY_RATE_LIMIT_TEST=0': what a feature costs. Without -edge-ref-gateway the reference is this build", func(v string) error {
 		for _, kv := range strings.Fields(v) {
@@ -100,14 +123,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	})
 	fs.IntVar(&s.rounds, "rounds", 3, "rounds of the edge comparison (gateway), each running every target once in turn; medians are reported")
 	fs.IntVar(&s.verifRate, "verification-rate", 100, "verification sessions created per second")
-	fs.IntVar(&s.verifSessions, "verification-sessions", 10000, "verification sessions created, each then expiring")
+	fs.IntVar(&s.verifSessions, "verification-sessions", 10000, "verification sessions created, each then expiring; the list by applicant email then runs over them")
 	fs.DurationVar(&s.verifTTL, "verification-ttl", 2*time.Minute, "the sessions' lifetime (VERIFICATION_SESSION_TTL); longer than the creates take keeps the two phases apart")
 	fs.IntVar(&s.payRequests, "payment-requests", 10_000, "payment requests created in bulk and collected (payments, part a; 0 skips it)")
 	fs.IntVar(&s.payRetries, "payment-retries", 100_000, "scheduled retries held in Redis (payments, part c; 0 skips it)")
+	fs.IntVar(&s.payList, "payment-list-requests", 10_000, "payment requests of one account, created in bulk, that the list by status runs over (payments, part d; 0 skips it)")
 	fs.IntVar(&s.collCases, "collection-cases", 10_000, "collection cases of one account the filtered list runs over (collections (a); 0 skips it)")
 	fs.IntVar(&s.collUploads, "collection-uploads", 20, "concurrent file uploads (collections (b); 0 skips it)")
 	fs.IntVar(&s.collUploadMiB, "collection-upload-mib", 5, "size of each concurrent upload, MiB (at most 25)")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (the load generator, the receiver and the embedded stores) to this file")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (the load generator and the receiver) to this file")
+	storesProfile := fs.String("stores-cpuprofile", "", "write a CPU profile of the embedded stores' process (FerretDB, miniredis) to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -132,12 +157,28 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	// which the delivery bench and the gateway baseline use. The gateway bench measures
 	// limiting with a key of its own (a per-key limit set far above the load, so it is
 	// evaluated on every request but never refuses).
-	p, err := load.StartPlatform(ctx, "bench", getenv, map[string]string{"VERIFICATION_SESSION_TTL": s.verifTTL.String()}, stdout)
+	//
+	// The stores MONGODB_URI / REDIS_URL do not name run in a process of their own, given to the
+	// stack as external servers; it stops after the platform (deferred first).
+	stores, err := startStores(ctx, getenv, *storesProfile, stdout)
+	if err != nil {
+		return err
+	}
+	defer stores.Stop()
+	p, err := load.StartPlatform(ctx, "bench", stores.getenv(getenv), map[string]string{"VERIFICATION_SESSION_TTL": s.verifTTL.String()}, stdout)
 	if err != nil {
 		return err
 	}
 	defer p.Stop()
 	st, root, dataDir, logFile := p.Stack, p.Root, p.DataDir, p.Log
+	cpu := newCPUMeter(st, stores.PID())
+	idle := cpu.sample()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(3 * time.Second):
+	}
+	fmt.Fprintf(stdout, "CPU of the platform at rest, just after its start (every CPU-per-unit figure includes it):\n  %s\n", cpu.share(idle))
 
 	if s.only == "" || s.only == "gateway" || s.only == "edge" {
 		if err := benchEdge(ctx, st, s, root, dataDir, logFile, stdout); err != nil {
@@ -145,27 +186,27 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		}
 	}
 	if s.only == "" || s.only == "gateway" {
-		if err := benchGateway(ctx, st, s, getenv, stdout); err != nil {
+		if err := benchGateway(ctx, st, cpu, s, getenv, stdout); err != nil {
 			return err
 		}
 	}
 	if s.only == "" || s.only == "delivery" {
-		if err := benchDeliveries(ctx, st, s, stdout); err != nil {
+		if err := benchDeliveries(ctx, st, cpu, s, stdout); err != nil {
 			return err
 		}
 	}
 	if s.only == "" || s.only == "verification" {
-		if err := benchVerification(ctx, st, s, stdout); err != nil {
+		if err := benchVerification(ctx, st, cpu, s, getenv, stdout); err != nil {
 			return err
 		}
 	}
 	if s.only == "" || s.only == "payments" {
-		if err := benchPayments(ctx, st, s, getenv, stdout); err != nil {
+		if err := benchPayments(ctx, st, cpu, s, getenv, stdout); err != nil {
 			return err
 		}
 	}
 	if s.only == "" || s.only == "collections" {
-		return benchCollections(ctx, st, s, getenv, stdout)
+		return benchCollections(ctx, st, cpu, s, getenv, stdout)
 	}
 	return nil
 }
@@ -174,7 +215,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 // webhooks-svc, then the cost of the gateway's rate limiting and idempotency: the same GET with
 // a key whose rate limit is evaluated on every request, and a POST without and with a fresh
 // Idempotency-Key per request.
-func benchGateway(ctx context.Context, st *stack.Stack, s settings, getenv func(string) string, stdout io.Writer) error {
+func benchGateway(ctx context.Context, st *stack.Stack, cpu *cpuMeter, s settings, getenv func(string) string, stdout io.Writer) error {
 	endpointID, err := createEndpoint(st)
 	if err != nil {
 		return err
@@ -258,9 +299,11 @@ func benchGateway(ctx context.Context, st *stack.Stack, s settings, getenv func(
 	fixed := map[string]result{}
 	for _, t := range all {
 		openLoop(ctx, t, s.rate, s.warmup)
+		c0 := cpu.sample()
 		r := openLoop(ctx, t, s.rate, s.duration)
 		fixed[t.name] = r
 		fmt.Fprintf(stdout, "  %-44s %s\n", t.name, r)
+		fmt.Fprintf(stdout, "    %s\n", cpu.per(c0, r.sent-r.failed, "request"))
 	}
 	addP50 := fixed["gateway"].p50 - fixed["direct"].p50
 	addP99 := fixed["gateway"].p99 - fixed["direct"].p99
@@ -273,6 +316,7 @@ func benchGateway(ctx context.Context, st *stack.Stack, s settings, getenv func(
 	closed := map[string]result{}
 	for _, t := range append(all, writeOff, writeOn) {
 		closedLoop(ctx, t, s.concurrency, s.warmup)
+		c0 := cpu.sample()
 		r := closedLoop(ctx, t, s.concurrency, s.duration)
 		closed[t.name] = r
 		note := ""
@@ -286,6 +330,7 @@ func benchGateway(ctx context.Context, st *stack.Stack, s settings, getenv func(
 			}
 		}
 		fmt.Fprintf(stdout, "  %-44s %s%s\n", t.name, r, note)
+		fmt.Fprintf(stdout, "    %s\n", cpu.per(c0, r.sent-r.failed, "request"))
 	}
 	cost := func(on, off string) float64 { return 100 * (1 - closed[on].rate()/closed[off].rate()) }
 	fmt.Fprintf(stdout, "  throughput cost: rate limiting %.1f%% of the GET; rate limit + idempotency %.1f%% of the POST refused in validation, %.1f%% of the POST that writes (target ≤ 20%%)\n",

@@ -6,8 +6,9 @@ import (
 	"runtime/pprof"
 )
 
-// startCPUProfile profiles this process until the returned function is called. The embedded
-// stores run in it, so the profile shows where the store's time goes under the benchmark.
+// startCPUProfile profiles this process until the returned function is called: the bench's
+// (the load generator and the receiver; -cpuprofile), or the embedded stores' process (stores.go;
+// -stores-cpuprofile), which shows where the stores' time goes under the benchmark.
 func startCPUProfile(path string) (func(), error) {
 	f, err := os.Create(path)
 	if err != nil {

@@ -58,7 +58,16 @@ type Config struct {
 	TracerProvider trace.TracerProvider
 	// MeterProvider counts the attempts by result (metrics.go); nil counts nothing.
 	MeterProvider metric.MeterProvider
+	// InFlight is how many attempts the service can make at once (its delivery workers and
+	// its fan-outs' first attempts): as many idle connections to one receiver are kept, so a
+	// burst to one host does not close most of its connections when it ends and pay a TLS
+	// handshake for each of them in the next (a quarter of a delivery's CPU in the sender and
+	// the receiver together when twenty endpoints shared one host; docs/events.md).
+	InFlight int
 }
+
+// idlePerHost is the least number of idle connections kept to one receiver.
+const idlePerHost = 100
 
 // Sender implements app.Sender.
 type Sender struct {
@@ -96,8 +105,8 @@ func New(cfg Config) (*Sender, error) {
 		TLSClientConfig:     &tls.Config{InsecureSkipVerify: cfg.TLSInsecure, RootCAs: cfg.RootCAs, MinVersion: tls.VersionTLS12}, //nolint:gosec // opt-in for local development
 		ForceAttemptHTTP2:   true,
 		TLSHandshakeTimeout: min(cfg.Timeout, 10*time.Second),
-		MaxIdleConns:        1000,
-		MaxIdleConnsPerHost: 100,
+		MaxIdleConns:        max(1000, cfg.InFlight),
+		MaxIdleConnsPerHost: max(idlePerHost, cfg.InFlight),
 		IdleConnTimeout:     90 * time.Second,
 	}
 	return &Sender{
