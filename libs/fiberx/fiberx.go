@@ -89,6 +89,15 @@ type requestInfo struct {
 	answer *events.Answer
 }
 
+// ReadTimeout bounds reading a whole request, headers and body, on a server whose bodies are
+// read before the handler runs.
+const ReadTimeout = 60 * time.Second
+
+// StreamedBodyReadTimeout bounds reading a whole request whose body is streamed to the handler
+// (an upload of up to 25 MiB): a slow client, or a busy store behind the handler, gets five
+// minutes. A server in front of such a handler (the gateway) gives the same to those requests.
+const StreamedBodyReadTimeout = 5 * time.Minute
+
 // New returns a Fiber app with the platform's middleware installed.
 func New(cfg Config) *fiber.App {
 	if cfg.BodyLimit == 0 {
@@ -97,9 +106,9 @@ func New(cfg Config) *fiber.App {
 	log := cfg.Logger
 	// The read timeout bounds a whole request, body included: a server that takes streamed
 	// uploads (25 MiB files) gives a slow client, or a busy store, five minutes for one.
-	readTimeout := 60 * time.Second
+	readTimeout := ReadTimeout
 	if cfg.StreamBody != nil {
-		readTimeout = 5 * time.Minute
+		readTimeout = StreamedBodyReadTimeout
 	}
 	app := fiber.New(fiber.Config{
 		AppName:               cfg.Service,

@@ -153,6 +153,7 @@ func NewPublic(cfg PublicConfig) *fiber.App {
 	srv.StreamRequestBody = true
 	srv.DisablePreParseMultipartForm = true
 	srv.ReadBufferSize = publicReadBuffer
+	srv.HeaderReceived = uploadReadTimeout
 	guardServer(app, cfg.IDs)
 
 	app.Use(p.guardBody)
@@ -160,6 +161,22 @@ func NewPublic(cfg PublicConfig) *fiber.App {
 	serveDocuments(app, cfg.Documents)
 	app.Use(p.serve)
 	return app
+}
+
+// uploadReadTimeout gives an upload's request the read timeout the service behind gives it
+// (fiberx.StreamedBodyReadTimeout), once its headers are in: the listener's own (a minute)
+// bounds the headers and every other request, and a 25 MiB file from a slow client, or into a
+// busy store, may take longer (CI's TestCollectionCases got 400 body_unreadable when its
+// upload outlasted the minute on a loaded machine).
+func uploadReadTimeout(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+	if !h.IsPost() {
+		return fasthttp.RequestConfig{}
+	}
+	path, _, _ := bytes.Cut(h.RequestURI(), []byte("?"))
+	if rest, ok := bytes.CutPrefix(path, []byte(apiPrefix)); ok && isUpload(string(rest)) {
+		return fasthttp.RequestConfig{ReadTimeout: fiberx.StreamedBodyReadTimeout}
+	}
+	return fasthttp.RequestConfig{}
 }
 
 func (p *public) serve(c *fiber.Ctx) error {
