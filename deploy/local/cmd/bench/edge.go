@@ -137,6 +137,23 @@ func benchEdge(ctx context.Context, st *stack.Stack, s settings, root, dataDir s
 		procs = append(procs, cmd)
 		return cmd, nil
 	}
+	// startPiped starts cmd with its standard output going through a pipe, as a container's
+	// does, copied to log by this process: writing the file is the collector's work, not the
+	// program's.
+	startPiped := func(cmd *exec.Cmd, log, stderr io.Writer) error {
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			return err
+		}
+		go func() { _, _ = io.Copy(log, out) }()
+		cmd.Stderr = stderr
+		ownGroup(cmd)
+		if err := cmd.Start(); err != nil {
+			return err
+		}
+		procs = append(procs, cmd)
+		return nil
+	}
 
 	stubAddr, fiberAddr, nginxAddr, gwAddr := freeAddr(), freeAddr(), freeAddr(), freeAddr()
 	stub, err := start(self, nil, "serve-stub", stubAddr)
@@ -181,20 +198,11 @@ func benchEdge(ctx context.Context, st *stack.Stack, s settings, root, dataDir s
 		return err
 	}
 	defer hapLog.Close()
-	// -db: in the foreground; its log lines go to standard output, a pipe copied to a file by
-	// this process, as the gateway's are.
+	// -db: in the foreground, its log lines on standard output, as the gateway's are.
 	haproxyCmd := exec.CommandContext(ctx, haproxy, "-db", "-f", hapConf)
-	hapOut, err := haproxyCmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	go func() { _, _ = io.Copy(hapLog, hapOut) }()
-	haproxyCmd.Stderr = logOut
-	ownGroup(haproxyCmd)
-	if err := haproxyCmd.Start(); err != nil {
+	if err := startPiped(haproxyCmd, hapLog, logOut); err != nil {
 		return fmt.Errorf("haproxy: %w", err)
 	}
-	procs = append(procs, haproxyCmd)
 
 	// The gateway as production runs it: authentication, a 1 % parent-based sampler exporting
 	// over OTLP (to a sink here), rate limits on (far above the load), the failed-
@@ -229,19 +237,10 @@ func benchEdge(ctx context.Context, st *stack.Stack, s settings, root, dataDir s
 		}
 		env = append(env, extra...) // the last of a repeated key wins (os/exec)
 		gw := exec.CommandContext(ctx, bin)
-		// Its logs go through a pipe, as a container's stdout does, copied to the file by this
-		// process: writing the file is the collector's work, not the gateway's.
-		out, err := gw.StdoutPipe()
-		if err != nil {
+		gw.Env = env
+		if err := startPiped(gw, gwLog, gwLog); err != nil {
 			return nil, err
 		}
-		go func() { _, _ = io.Copy(gwLog, out) }()
-		gw.Env, gw.Stderr = env, gwLog
-		ownGroup(gw)
-		if err := gw.Start(); err != nil {
-			return nil, err
-		}
-		procs = append(procs, gw)
 		return gw, nil
 	}
 	gwBin := filepath.Join(dataDir, "bin", "gateway")
@@ -275,15 +274,16 @@ func benchEdge(ctx context.Context, st *stack.Stack, s settings, root, dataDir s
 			return fmt.Errorf("edge bench: %w (logs in %s and %s)", err, gwLog.Name(), ngxDir)
 		}
 	}
+	ngxGwTarget := edgeTarget{name: peerNginx, url: "http://" + ngxGwAddr + path, pid: ngxGateway.Process.Pid}
+	hapTarget := edgeTarget{name: peerHAProxy, url: "http://" + hapAddr + path, pid: haproxyCmd.Process.Pid}
+	gwTarget := edgeTarget{name: "gateway → stub", url: "http://" + gwAddr + path, pid: gw.Process.Pid}
 	targets := []edgeTarget{
 		{name: "stub direct", url: "http://" + stubAddr + path, pid: stub.Process.Pid},
 		{name: "nginx → stub", url: "http://" + nginxAddr + path, pid: ngx.Process.Pid},
 		{name: "bare Fiber proxy → stub", url: "http://" + fiberAddr + path, pid: fiberProxy.Process.Pid},
-		{name: peerNginx, url: "http://" + ngxGwAddr + path, pid: ngxGateway.Process.Pid},
-		{name: peerHAProxy, url: "http://" + hapAddr + path, pid: haproxyCmd.Process.Pid},
-		{name: "gateway → stub", url: "http://" + gwAddr + path, pid: gw.Process.Pid},
+		ngxGwTarget, hapTarget, gwTarget,
 	}
-	for _, t := range []edgeTarget{targets[3], targets[4], targets[5]} {
+	for _, t := range []edgeTarget{ngxGwTarget, hapTarget, gwTarget} {
 		if err := checkGatewayJob(ctx, t.name, t.url, st.DevAPIKey); err != nil {
 			return fmt.Errorf("edge bench: %w (configurations in %s and %s)", err, ngxGw.Dir, hap.Dir)
 		}
@@ -292,7 +292,7 @@ func benchEdge(ctx context.Context, st *stack.Stack, s settings, root, dataDir s
 		targets = append(targets, edgeTarget{name: "reference gateway → stub", url: "http://" + refAddr + path, pid: ref.Process.Pid})
 	}
 	auth := "Authorization: Bearer " + st.DevAPIKey
-	if r, err := runWrk(ctx, wrk, targets[5], auth, 64, time.Second); err != nil || r.errors > 0 {
+	if r, err := runWrk(ctx, wrk, gwTarget, auth, 64, time.Second); err != nil || r.errors > 0 {
 		return fmt.Errorf("edge bench: the gateway does not answer 200 (%v, %d errors); its log is %s", err, r.errors, gwLog.Name())
 	}
 
@@ -315,7 +315,7 @@ func benchEdge(ctx context.Context, st *stack.Stack, s settings, root, dataDir s
 		fmt.Fprintf(stdout, "  round %d:\n", round)
 		for _, t := range targets {
 			var profiled <-chan error
-			if round == 1 && t.pid == gw.Process.Pid && s.edgeProfile != "" {
+			if round == 1 && t == gwTarget && s.edgeProfile != "" {
 				profiled = cpuProfileOf(ctx, "http://"+gwMetrics, s.duration-2*time.Second, s.edgeProfile)
 			}
 			r, err := runWrk(ctx, wrk, t, auth, s.concurrency, s.duration)
@@ -338,7 +338,7 @@ func benchEdge(ctx context.Context, st *stack.Stack, s settings, root, dataDir s
 		med[t.name] = median(all[t.name])
 		fmt.Fprintf(stdout, "    %-31s %s\n", t.name, med[t.name])
 	}
-	g, n, f := med["gateway → stub"], med["nginx → stub"], med["bare Fiber proxy → stub"]
+	g, n, f := med[gwTarget.name], med["nginx → stub"], med["bare Fiber proxy → stub"]
 	// The target is against the faster of the two peer gateways, by median requests/s.
 	peer := peerNginx
 	if med[peerHAProxy].rate > med[peerNginx].rate {
