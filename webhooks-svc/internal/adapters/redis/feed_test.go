@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -160,5 +162,155 @@ func TestFeedTellsWhatMayBeMissing(t *testing.T) {
 	rc.FlushDB(ctx)
 	if _, gap, _ := f.Open(ctx, "acct_a", false, positions[2]); !gap {
 		t.Fatal("a resume after a flush was not told of the gap")
+	}
+}
+
+// commands counts the commands a client sends, by name.
+type commands struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *commands) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *commands) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.add(cmd)
+		return next(ctx, cmd)
+	}
+}
+
+func (c *commands) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			c.add(cmd)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+func (c *commands) add(cmd redis.Cmder) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[string]int{}
+	}
+	c.n[strings.ToLower(cmd.Name())]++
+}
+
+func (c *commands) count(name string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[name]
+}
+
+func TestFeedAppendToAFeedNobodyListensToAsksRedisOncePerRefresh(t *testing.T) {
+	ctx := context.Background()
+	rc := client(t)
+	var seen commands
+	rc.AddHook(&seen)
+	f := redisfeed.NewFeed(rc, redisfeed.Config{Retention: time.Hour, MaxLen: 100, Refresh: time.Hour})
+	for n := range 200 {
+		if err := f.Append(ctx, event(n, "acct_quiet")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := seen.count("evalsha") + seen.count("eval"); got != 0 {
+		t.Errorf("%d append scripts for a feed nobody listens to, want 0", got)
+	}
+	if got := seen.count("zrangebyscore"); got != 1 {
+		t.Errorf("%d reads of the listened feeds for 200 events within one Refresh, want 1", got)
+	}
+	// Someone else's listener is no reason to run the script for this feed.
+	other := redisfeed.NewFeed(rc, redisfeed.Config{Retention: time.Hour, MaxLen: 100, Refresh: time.Millisecond})
+	if _, _, err := other.Open(ctx, "acct_loud", false, ""); err != nil {
+		t.Fatal(err)
+	}
+	g := redisfeed.NewFeed(rc, redisfeed.Config{Retention: time.Hour, MaxLen: 100, Refresh: time.Hour})
+	for n := range 10 {
+		g.Append(ctx, event(n, "acct_quiet"))
+		g.Append(ctx, event(100+n, "acct_loud"))
+	}
+	if got := seen.count("evalsha"); got != 10 { // (the first also sent as EVAL: not loaded yet)
+		t.Errorf("%d append scripts, want the 10 of the feed listened to", got)
+	}
+}
+
+// A process that read the list of listened feeds just before a listener opened (from another
+// process) appends every event stored after the Open returned.
+func TestFeedOpenWaitsForEveryProcessToSeeTheListener(t *testing.T) {
+	ctx := context.Background()
+	const refresh = 300 * time.Millisecond
+	rc := client(t) // one Redis, two processes' feeds
+	listener := redisfeed.NewFeed(rc, redisfeed.Config{Retention: time.Hour, MaxLen: 1000, Refresh: refresh})
+	appender := redisfeed.NewFeed(rc, redisfeed.Config{Retention: time.Hour, MaxLen: 1000, Refresh: refresh})
+
+	// The appender reads the list (nobody listens yet), and goes on appending an event every
+	// few milliseconds, noting when each call started.
+	if err := appender.Append(ctx, event(0, "acct_a")); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	started := map[string]time.Time{}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for n := 1; ; n++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+			ev := event(n, "acct_a")
+			mu.Lock()
+			started[ev.ID] = time.Now()
+			mu.Unlock()
+			if err := appender.Append(ctx, ev); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	begin := time.Now()
+	pos, _, err := listener.Open(ctx, "acct_a", false, "")
+	opened := time.Now()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := opened.Sub(begin); took < refresh {
+		t.Errorf("Open returned after %s, before every process could have seen the listener (%s)", took, refresh)
+	}
+	time.Sleep(refresh)
+	close(stop)
+	<-done
+
+	got := map[string]bool{}
+	for after := pos; ; {
+		entries, _, err := listener.Read(ctx, "acct_a", false, after, time.Millisecond, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(entries) == 0 {
+			break
+		}
+		for _, e := range entries {
+			got[e.Event] = true
+		}
+		after = entries[len(entries)-1].Position
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var after int
+	for id, at := range started {
+		if at.After(opened) {
+			after++
+			if !got[id] {
+				t.Errorf("event %s, appended %s after the Open returned, is not in the feed", id, at.Sub(opened))
+			}
+		}
+	}
+	if after < 10 {
+		t.Fatalf("only %d events appended after the Open: the test proves nothing", after)
 	}
 }
