@@ -48,13 +48,23 @@ func benchDeliveries(ctx context.Context, st *stack.Stack, cpu *cpuMeter, s sett
 	if err != nil {
 		return err
 	}
-	lat, missing, err := causeAndMeasure(ctx, api, rcv, sources, "/latency", 1, s.eventRate, s.duration, nil)
+	l0 := cpu.sample()
+	var latCPU func(events int) string
+	lat, missing, err := causeAndMeasure(ctx, api, rcv, sources, "/latency", 1, s.eventRate, s.duration, func() {
+		l1 := cpu.sample()
+		latCPU = func(n int) string { return cpu.between(l0, l1, n, "event (its update through the API, its delivery)") }
+	})
 	if err != nil {
 		return err
 	}
 	slices.Sort(lat)
 	fmt.Fprintf(stdout, "  %d events/s for %s, 1 endpoint: p50 %s  p95 %s  p99 %s  max %s  (targets at 500 events/s: p50 ≤ 10ms, p99 ≤ 50ms)  missing %d\n",
 		s.eventRate, s.duration, load.Ms(load.Pct(lat, 50)), load.Ms(load.Pct(lat, 95)), load.Ms(load.Pct(lat, 99)), load.Ms(load.Pct(lat, 100)), missing)
+	if latCPU != nil {
+		// Beside the latency, what one event costs end to end: when it is more than the
+		// machine's CPUs over the rate, the run is saturated and the latency is queueing.
+		fmt.Fprintf(stdout, "    %s\n", latCPU(len(lat)))
+	}
 	if err := api.Delete(latSub); err != nil {
 		return err
 	}

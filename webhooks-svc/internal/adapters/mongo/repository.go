@@ -45,6 +45,10 @@ type scope struct {
 // cachedScopes bounds the accounts (and modes) whose endpoints a process keeps in memory.
 const cachedScopes = 10_000
 
+// endpointDocCache bounds the endpoint documents a process keeps as last read or written, for
+// the changes that follow (docstore.Options.Cache; each leaves after two minutes).
+const endpointDocCache = 4096
+
 var _ domain.Repository = (*Repository)(nil)
 
 // NewRepository returns the endpoint store of db; emitter renders the events endpoints raise
@@ -57,6 +61,10 @@ func NewRepository(db *docstore.DB, relay *outbox.Relay, emitter events.Renderer
 		NotFound: domain.EndpointNotFound,
 		Conflict: domainerr.LockTimeout("webhook endpoint"),
 		Outbox:   relay,
+		// Every change of an endpoint (an API update, a rotated secret, the health kept by the
+		// delivery path, the relay's clear of its events) starts from the stored document: kept
+		// here, those reads cost no find (on the embedded store, a JSON decode each).
+		Cache: endpointDocCache,
 		// Clients create them: a create retried with its Idempotency-Key stores none.
 		IdempotentCreates: true,
 	})}
