@@ -31,6 +31,12 @@ import (
 // WEBHOOKS_TIMEOUT, never hold up the storing of new events.
 const eventsConcurrency = 64
 
+// eventsCheckInterval is how often an idle events worker looks for a published event: an event
+// published to an empty queue waits half of it on average before its fan-out starts, and that
+// wait was most of event → webhook's p50 at the platform-wide 20 ms (asynqx.TaskCheckInterval;
+// docs/events.md, "Issue 31"). Idle, it costs one dequeue script per interval.
+const eventsCheckInterval = 4 * time.Millisecond
+
 // rescheduleEvery is how often, and how late, attempts whose task was lost are queued again.
 const rescheduleEvery = time.Minute
 
@@ -111,11 +117,12 @@ func work(rt *service.Runtime, q *service.Queue, svc *app.Service, cfg Config) e
 		queue       string
 		concurrency int
 		register    func(*asynq.ServeMux, *app.Service)
+		opts        []service.WorkOption
 	}{
-		{eventtask.Queue, eventsConcurrency, worker.RegisterEvents},
-		{tasks.QueueWebhooks, cfg.Concurrency, worker.RegisterDeliveries},
+		{eventtask.Queue, eventsConcurrency, worker.RegisterEvents, []service.WorkOption{service.CheckInterval(eventsCheckInterval)}},
+		{tasks.QueueWebhooks, cfg.Concurrency, worker.RegisterDeliveries, nil},
 	} {
-		if err := rt.Work(q, s.queue, s.concurrency, func(mux *asynq.ServeMux) { s.register(mux, svc) }); err != nil {
+		if err := rt.Work(q, s.queue, s.concurrency, func(mux *asynq.ServeMux) { s.register(mux, svc) }, s.opts...); err != nil {
 			return err
 		}
 	}

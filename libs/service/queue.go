@@ -95,8 +95,17 @@ func (rt *Runtime) ConnectQueue(cfg QueueConfig) (*Queue, error) {
 type WorkOption func(*workConfig)
 
 type workConfig struct {
-	lineage    asynqx.Lineage
-	retryDelay asynq.RetryDelayFunc
+	lineage       asynqx.Lineage
+	retryDelay    asynq.RetryDelayFunc
+	checkInterval time.Duration
+}
+
+// CheckInterval replaces asynqx.TaskCheckInterval as how long an idle worker waits before it
+// looks for a task again (asynq sleeps between half and one and a half of it): the latency a
+// task meets when it comes to an empty queue, against one dequeue script per interval and
+// worker server when nothing comes. For a queue whose tasks carry user-visible latency.
+func CheckInterval(d time.Duration) WorkOption {
+	return func(c *workConfig) { c.checkInterval = d }
 }
 
 // LinkedTraces has each task handled in a trace of its own, linked to the request (or task)
@@ -121,6 +130,9 @@ func (rt *Runtime) Work(q *Queue, queue string, concurrency int, register func(*
 	cfg := asynqx.ServerConfig(map[string]int{queue: 1}, concurrency, rt.Log)
 	if wc.retryDelay != nil {
 		cfg.RetryDelayFunc = wc.retryDelay
+	}
+	if wc.checkInterval > 0 {
+		cfg.TaskCheckInterval = wc.checkInterval
 	}
 	measure, err := asynqx.MetricsMiddleware(rt.Tel.MeterProvider)
 	if err != nil {

@@ -105,7 +105,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	fs.IntVar(&s.concurrency, "concurrency", 64, "connections for the maximum-throughput runs")
 	fs.DurationVar(&s.warmup, "warmup", 2*time.Second, "unmeasured load before each run")
 	fs.IntVar(&s.eventRate, "event-rate", 500, "events/s for the event-to-delivery latency run (the targets are at 500)")
-	fs.IntVar(&s.deliveryRate, "delivery-rate", 3000, "deliveries/s offered in the delivery throughput run (20 endpoints); the target is to sustain them all")
+	fs.IntVar(&s.deliveryRate, "delivery-rate", 3000, "deliveries/s offered in the delivery throughput run (20 endpoints); the target is to sustain them all (0 skips the run)")
 	fs.StringVar(&s.only, "only", "", "run only 'gateway' (the edge comparison, then the gateway against webhooks-svc), 'edge' (the edge comparison alone), 'delivery', 'verification', 'payments' or 'collections'. "+
 		"The filtered lists (issue 31) are in three of them: sessions by email in 'verification' (over its sessions), requests by status in 'payments' (d), the two-filter case list in 'collections' (a); "+
 		"alone: -only payments -payment-requests 0 -payment-retries 0, -only collections -collection-uploads 0")
