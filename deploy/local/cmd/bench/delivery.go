@@ -49,22 +49,16 @@ func benchDeliveries(ctx context.Context, st *stack.Stack, cpu *cpuMeter, s sett
 		return err
 	}
 	l0 := cpu.sample()
-	var latCPU func(events int) string
-	lat, missing, err := causeAndMeasure(ctx, api, rcv, sources, "/latency", 1, s.eventRate, s.duration, func() {
-		l1 := cpu.sample()
-		latCPU = func(n int) string { return cpu.between(l0, l1, n, "event (its update through the API, its delivery)") }
-	})
+	lat, missing, l1, err := causeAndMeasure(ctx, api, rcv, cpu, sources, "/latency", 1, s.eventRate, s.duration)
 	if err != nil {
 		return err
 	}
 	slices.Sort(lat)
 	fmt.Fprintf(stdout, "  %d events/s for %s, 1 endpoint: p50 %s  p95 %s  p99 %s  max %s  (targets at 500 events/s: p50 ≤ 10ms, p99 ≤ 50ms)  missing %d\n",
 		s.eventRate, s.duration, load.Ms(load.Pct(lat, 50)), load.Ms(load.Pct(lat, 95)), load.Ms(load.Pct(lat, 99)), load.Ms(load.Pct(lat, 100)), missing)
-	if latCPU != nil {
-		// Beside the latency, what one event costs end to end: when it is more than the
-		// machine's CPUs over the rate, the run is saturated and the latency is queueing.
-		fmt.Fprintf(stdout, "    %s\n", latCPU(len(lat)))
-	}
+	// Beside the latency, what one event costs end to end: when it is more than the machine's
+	// CPUs over the rate, the run is saturated and the latency is queueing.
+	fmt.Fprintf(stdout, "    %s\n", cpu.between(l0, l1, len(lat), "event (its update through the API, its delivery)"))
 	if err := api.Delete(latSub); err != nil {
 		return err
 	}
@@ -82,11 +76,7 @@ func benchDeliveries(ctx context.Context, st *stack.Stack, cpu *cpuMeter, s sett
 	rate := s.deliveryRate / subscribers
 	start := time.Now()
 	c0 := cpu.sample()
-	var cpuLine func(delivered int) string
-	tlat, missing, err := causeAndMeasure(ctx, api, rcv, sources, "/fanout-", subscribers, rate, s.duration, func() {
-		c1 := cpu.sample()
-		cpuLine = func(n int) string { return cpu.between(c0, c1, n, "delivery") }
-	})
+	tlat, missing, c1, err := causeAndMeasure(ctx, api, rcv, cpu, sources, "/fanout-", subscribers, rate, s.duration)
 	if err != nil {
 		return err
 	}
@@ -98,17 +88,16 @@ func benchDeliveries(ctx context.Context, st *stack.Stack, cpu *cpuMeter, s sett
 		rate, subscribers, s.duration, delivered, elapsed.Round(time.Millisecond), float64(delivered)/elapsed.Seconds())
 	fmt.Fprintf(stdout, "    latency p50 %s  p99 %s  max %s  missing %d; Redis %.0f commands/s under load\n",
 		load.Ms(load.Pct(tlat, 50)), load.Ms(load.Pct(tlat, 99)), load.Ms(load.Pct(tlat, 100)), missing, float64(after-before)/elapsed.Seconds())
-	if cpuLine != nil {
-		fmt.Fprintf(stdout, "    %s\n", cpuLine(delivered))
-	}
+	fmt.Fprintf(stdout, "    %s\n", cpu.between(c0, c1, delivered, "delivery"))
 	return nil
 }
 
 // causeAndMeasure updates the sources at rate per second for d, each update with a unique
 // description, waits for every expected delivery (perEvent per update) on paths starting with
-// pathPrefix, and returns each delivery's latency from its update's response. arrived, when
-// not nil, is called as soon as the waiting ends, before the deliveries are read back.
-func causeAndMeasure(ctx context.Context, api load.API, rcv *receiver.Receiver, sources []string, pathPrefix string, perEvent, rate int, d time.Duration, arrived func()) ([]time.Duration, int, error) {
+// pathPrefix, and returns each delivery's latency from its update's response, how many are
+// missing, and cpu's sample as the waiting ended (before the deliveries are read back, which
+// is the benchmark's work, not the platform's).
+func causeAndMeasure(ctx context.Context, api load.API, rcv *receiver.Receiver, cpu *cpuMeter, sources []string, pathPrefix string, perEvent, rate int, d time.Duration) ([]time.Duration, int, cpuSample, error) {
 	tag := strconv.FormatInt(time.Now().UnixNano(), 36)
 	before := rcv.Count("")
 	interval := time.Second / time.Duration(rate)
@@ -154,9 +143,7 @@ func causeAndMeasure(ctx context.Context, api load.API, rcv *receiver.Receiver, 
 	for rcv.Count("")-before < want && time.Now().Before(deadline) && ctx.Err() == nil {
 		time.Sleep(50 * time.Millisecond)
 	}
-	if arrived != nil {
-		arrived()
-	}
+	arrived := cpu.sample()
 	got := count()
 	seen := map[string]bool{}
 	var lat []time.Duration
@@ -183,7 +170,7 @@ func causeAndMeasure(ctx context.Context, api load.API, rcv *receiver.Receiver, 
 		}
 		lat = append(lat, r.Time.Sub(responded[i]))
 	}
-	return lat, want - len(lat), nil
+	return lat, want - len(lat), arrived, nil
 }
 
 func rcvPaths(rcv *receiver.Receiver, prefix string, n int) []string {

@@ -146,8 +146,8 @@ func (f *Feed) listened(ctx context.Context, name string) (bool, error) {
 	defer f.mu.Unlock()
 	if f.listening == nil || time.Since(f.asked) >= f.refresh {
 		asked := time.Now()
-		min := f.now().Add(-listenerSlack).UnixMilli()
-		names, err := f.rc.ZRangeByScore(ctx, listenersKey, &redis.ZRangeBy{Min: strconv.FormatInt(min, 10), Max: "+inf"}).Result()
+		since := f.now().Add(-listenerSlack).UnixMilli()
+		names, err := f.rc.ZRangeByScore(ctx, listenersKey, &redis.ZRangeBy{Min: strconv.FormatInt(since, 10), Max: "+inf"}).Result()
 		if err != nil {
 			return false, fmt.Errorf("reading the feeds listened to: %w", err)
 		}
