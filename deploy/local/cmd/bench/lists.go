@@ -45,21 +45,10 @@ func waitEventsStored(ctx context.Context, redisURL string, timeout time.Duratio
 	defer rdb.Close()
 	empty := 0
 	return load.Poll(ctx, timeout, 250*time.Millisecond, func() (bool, error) {
-		var n int64
-		for _, k := range []string{"asynq:{events}:pending", "asynq:{events}:active"} {
-			v, err := rdb.LLen(ctx, k).Result()
-			if err != nil {
-				return false, err
-			}
-			n += v
-		}
-		v, err := rdb.ZCard(ctx, "asynq:{events}:retry").Result()
-		if err != nil {
-			return false, err
-		}
-		if n += v; n > 0 {
+		n, err := queueLeft(ctx, rdb, "events", false)
+		if err != nil || n > 0 {
 			empty = 0
-			return false, nil
+			return false, err
 		}
 		empty++
 		return empty == 2, nil

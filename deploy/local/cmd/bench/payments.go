@@ -175,7 +175,7 @@ func (b *payBench) collect(ctx context.Context, n int) error {
 	drained := 0
 	if err := load.Poll(ctx, 30*time.Minute, 50*time.Millisecond, func() (bool, error) {
 		if succeeded == 0 {
-			left, err := b.queueLeft(ctx, "payments", false)
+			left, err := queueLeft(ctx, b.rdb, "payments", false)
 			if err != nil {
 				return false, err
 			}
@@ -189,7 +189,7 @@ func (b *payBench) collect(ctx context.Context, n int) error {
 			}
 		}
 		if succeeded > 0 && stored == 0 {
-			left, err := b.queueLeft(ctx, "events", false)
+			left, err := queueLeft(ctx, b.rdb, "events", false)
 			if err != nil {
 				return false, err
 			}
@@ -255,7 +255,7 @@ func (b *payBench) collect(ctx context.Context, n int) error {
 		stored = max(stored, lastCheck)
 	}
 	checkTook := time.Since(t0)
-	waiting, err := b.queueLeft(ctx, "events", true)
+	waiting, err := queueLeft(ctx, b.rdb, "events", true)
 	if err != nil {
 		return err
 	}
@@ -384,7 +384,7 @@ func (b *payBench) retries(ctx context.Context, n int) error {
 	const drainWait = 3 * time.Minute
 	t0 := time.Now()
 	if err := b.settleFor(ctx, drainWait); err != nil {
-		left, _ := b.queueLeft(ctx, "events", false)
+		left, _ := queueLeft(ctx, b.rdb, "events", false)
 		fmt.Fprintf(b.out, "    the events queue still holds %d tasks after %s more\n", left, time.Since(t0).Round(time.Second))
 		return nil
 	}
@@ -581,10 +581,10 @@ func (b *payBench) tasksDone(ctx context.Context, queue string) (int, error) {
 
 // queueLeft is how many tasks an asynq queue holds waiting, running or to retry, and archived
 // too when archived is set.
-func (b *payBench) queueLeft(ctx context.Context, queue string, archived bool) (int64, error) {
+func queueLeft(ctx context.Context, rdb *redis.Client, queue string, archived bool) (int64, error) {
 	var n int64
 	for _, part := range []string{"pending", "active"} {
-		v, err := b.rdb.LLen(ctx, "asynq:{"+queue+"}:"+part).Result()
+		v, err := rdb.LLen(ctx, "asynq:{"+queue+"}:"+part).Result()
 		if err != nil {
 			return 0, err
 		}
@@ -595,7 +595,7 @@ func (b *payBench) queueLeft(ctx context.Context, queue string, archived bool) (
 		sets = append(sets, "archived")
 	}
 	for _, part := range sets {
-		v, err := b.rdb.ZCard(ctx, "asynq:{"+queue+"}:"+part).Result()
+		v, err := rdb.ZCard(ctx, "asynq:{"+queue+"}:"+part).Result()
 		if err != nil {
 			return 0, err
 		}
@@ -611,7 +611,7 @@ func (b *payBench) settle(ctx context.Context) error { return b.settleFor(ctx, 5
 func (b *payBench) settleFor(ctx context.Context, timeout time.Duration) error {
 	return load.Poll(ctx, timeout, 250*time.Millisecond, func() (bool, error) {
 		for _, q := range []string{"payments", "events"} {
-			n, err := b.queueLeft(ctx, q, false)
+			n, err := queueLeft(ctx, b.rdb, q, false)
 			if err != nil || n > 0 {
 				return false, err
 			}
