@@ -212,21 +212,42 @@ func alive(pid int) bool {
 }
 
 // killLeftovers kills processes running a program built into dataDir (which only this test
-// uses), so a failing test leaves nothing behind holding ports.
+// uses), so a failing test leaves nothing behind holding ports. The kernel's Pdeathsig kill of a
+// launcher's programs is a signal like any other: on a busy machine a program can take a moment
+// to be scheduled and die after its launcher's Wait returns, so only one still alive after
+// leftoverGrace counts as having outlived its launcher.
 func killLeftovers(t *testing.T, dataDir string) {
 	t.Helper()
+	deadline := time.Now().Add(leftoverGrace)
+	left := leftovers(dataDir)
+	for len(left) > 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+		left = leftovers(dataDir)
+	}
+	for pid, exe := range left {
+		t.Errorf("pid %d (%s) outlived its launcher by %s; killed", pid, exe, leftoverGrace)
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// leftoverGrace is how long a launcher's programs may take to die after it.
+const leftoverGrace = 10 * time.Second
+
+// leftovers are the live (not zombie) processes running a program built into dataDir.
+func leftovers(dataDir string) map[int]string {
 	bin := filepath.Join(dataDir, "bin") + string(filepath.Separator)
+	out := map[int]string{}
 	procs, _ := os.ReadDir("/proc")
 	for _, p := range procs {
 		pid, err := strconv.Atoi(p.Name())
 		if err != nil {
 			continue
 		}
-		if exe, err := os.Readlink(filepath.Join("/proc", p.Name(), "exe")); err == nil && strings.HasPrefix(exe, bin) {
-			t.Errorf("pid %d (%s) outlived its launcher; killed", pid, exe)
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+		if exe, err := os.Readlink(filepath.Join("/proc", p.Name(), "exe")); err == nil && strings.HasPrefix(exe, bin) && alive(pid) {
+			out[pid] = exe
 		}
 	}
+	return out
 }
 
 // After kill -9 of the launcher no program of it runs on, and the next start on the same
