@@ -54,6 +54,34 @@ func NewReadModel[T any, K comparable](c *Collection[T], ttl time.Duration, scop
 // from the store first if the scope is missing or older than ttl. Concurrent callers share one
 // load.
 func (m *ReadModel[T, K]) Get(ctx context.Context, k K) ([]T, error) {
+	sc, err := m.fresh(ctx, k)
+	if err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	out := make([]T, 0, len(sc.docs))
+	for _, e := range sc.docs {
+		out = append(out, e.doc)
+	}
+	return out, nil
+}
+
+// Find returns the scope's document with the id (a deleted one this process wrote included)
+// and whether the scope holds it, as Get would, without copying the rest of the scope: every
+// delivery attempt looks up its endpoint, and an account can have hundreds.
+func (m *ReadModel[T, K]) Find(ctx context.Context, k K, id string) (T, bool, error) {
+	sc, err := m.fresh(ctx, k)
+	if err != nil {
+		var zero T
+		return zero, false, err
+	}
+	defer m.mu.Unlock()
+	e, ok := sc.docs[id]
+	return e.doc, ok, nil
+}
+
+// fresh returns the scope, loaded within ttl, with m.mu held (on success only).
+func (m *ReadModel[T, K]) fresh(ctx context.Context, k K) (*scopeModel[T], error) {
 	for {
 		m.mu.Lock()
 		sc, ok := m.byScope.Get(k)
@@ -62,12 +90,7 @@ func (m *ReadModel[T, K]) Get(ctx context.Context, k K) ([]T, error) {
 			m.byScope.Put(k, sc)
 		}
 		if !sc.loaded.IsZero() && m.now().Sub(sc.loaded) < m.ttl {
-			out := make([]T, 0, len(sc.docs))
-			for _, e := range sc.docs {
-				out = append(out, e.doc)
-			}
-			m.mu.Unlock()
-			return out, nil
+			return sc, nil
 		}
 		if wait := sc.loading; wait != nil {
 			m.mu.Unlock()

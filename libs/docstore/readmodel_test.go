@@ -61,6 +61,21 @@ func TestReadModel(t *testing.T) {
 		if v := view(); v["acc_1"].Balance != 5 || !v["acc_2"].Deleted || loads != 1 {
 			t.Fatalf("after local writes: %+v after %d loads", v, loads)
 		}
+		// One document, as Get has it, from the same scope.
+		for _, want := range []struct {
+			id      string
+			ok      bool
+			balance int
+			deleted bool
+		}{{"acc_1", true, 5, false}, {"acc_2", true, 0, true}, {"acc_9", false, 0, false}} {
+			d, ok, err := model.Find(ctx, "ann", want.id)
+			if err != nil || ok != want.ok || d.Balance != want.balance || d.Deleted != want.deleted || (ok && len(d.Outbox) > 0) {
+				t.Errorf("Find %s: %+v, %v, %v; want found %v, balance %d, deleted %v, no outbox", want.id, d, ok, err, want.ok, want.balance, want.deleted)
+			}
+		}
+		if loads != 1 {
+			t.Fatalf("Find loaded the scope again: %d loads", loads)
+		}
 		if !e.db.MultiProcess() {
 			// The embedded store: one process owns the data, and its collections answer queries
 			// from the fields they hold of what it wrote (queryindex.go), so there is no other

@@ -183,19 +183,16 @@ func (r *Repository) Cached(ctx context.Context, id, account string, livemode bo
 	if r.byAccount == nil {
 		return r.Get(ctx, id, account, livemode)
 	}
-	docs, err := r.byAccount.Get(ctx, scope{account, livemode})
-	if err != nil {
+	d, ok, err := r.byAccount.Find(ctx, scope{account, livemode}, id)
+	switch {
+	case err != nil:
 		return nil, err
+	case !ok:
+		return r.Get(ctx, id, account, livemode)
+	case d.Deleted:
+		return nil, domain.EndpointNotFound(id)
 	}
-	for _, d := range docs {
-		if d.ID == id {
-			if d.Deleted {
-				return nil, domain.EndpointNotFound(id)
-			}
-			return d.endpoint(), nil
-		}
-	}
-	return r.Get(ctx, id, account, livemode)
+	return d.endpoint(), nil
 }
 
 // List implements domain.Repository.
