@@ -164,16 +164,21 @@ func TestCLIListenResumesAcrossCuts(t *testing.T) {
 		}()
 	}
 	// Every tenth of the events, the link to listen is cut for 300 ms while updates go on,
-	// each time once listen has forwarded events again since the last cut (it is connected).
+	// each time once listen is connected again and has forwarded an event over that stream.
+	// An event forwarded alone does not show it: listen may still be forwarding what it read
+	// before the last cut, then sit in its backoff, and a cut then would hit no stream.
 	cutterDone := make(chan struct{})
 	go func() {
 		defer close(cutterDone)
-		forwarded := local.distinct()
 		for k := int64(1); k <= 10; k++ {
-			for deadline := time.Now().Add(30 * time.Second); (done.Load() < k*int64(events)/11 || local.distinct() == forwarded) && time.Now().Before(deadline); {
+			for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+				if done.Load() >= k*int64(events)/11 && proxy.Open() > 0 {
+					break
+				}
+			}
+			for forwarded, deadline := local.distinct(), time.Now().Add(30*time.Second); local.distinct() == forwarded && time.Now().Before(deadline); {
 				time.Sleep(5 * time.Millisecond)
 			}
-			forwarded = local.distinct()
 			proxy.Cut()
 			cuts.Add(1)
 			time.Sleep(300 * time.Millisecond)

@@ -52,6 +52,13 @@ func (p *Proxy) Connections() int {
 	return p.total
 }
 
+// Open is the number of forwarded connections open now (each counted once, not per side).
+func (p *Proxy) Open() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.conns) / 2
+}
+
 // Cut closes every open connection and the listener, so new connections are refused
 // (ECONNREFUSED) until Restore. Cutting a cut proxy does nothing.
 func (p *Proxy) Cut() {
@@ -65,6 +72,8 @@ func (p *Proxy) Cut() {
 	p.ln = nil
 	for c := range p.conns {
 		_ = c.Close()
+		// Forgotten at once, not when its pipes notice, so Open counts only what came after.
+		delete(p.conns, c)
 	}
 }
 

@@ -62,11 +62,14 @@ func TestForwardCutRestore(t *testing.T) {
 	if got, err := roundTrip(c, r, "hello"); err != nil || got != "hello" {
 		t.Fatalf("through the proxy: %q %v", got, err)
 	}
+	if p.Open() != 1 {
+		t.Fatalf("open %d, want 1", p.Open())
+	}
 
 	p.Cut()
 	p.Cut() // idempotent
-	if !p.IsCut() {
-		t.Fatal("IsCut false after Cut")
+	if !p.IsCut() || p.Open() != 0 {
+		t.Fatalf("IsCut %v, open %d after Cut", p.IsCut(), p.Open())
 	}
 	// The open connection is closed…
 	if _, err := roundTrip(c, r, "after cut"); err == nil {
