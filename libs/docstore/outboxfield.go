@@ -9,68 +9,74 @@ import (
 	"rentalplatform/libs/outbox"
 )
 
-// Entries is an aggregate's outbox as it is stored: one binary field holding the BSON of the
-// entries ({e: [...]}), not an array of subdocuments.
+// Packed is an array stored as one binary value holding the BSON of its elements ({e: [...]}),
+// not as an array of subdocuments: for an array no query reads inside and every write of its
+// document carries.
 //
-// Why: every entry carries its event's whole object, so the outbox is most of a busy
-// aggregate's document, and the embedded store (FerretDB v1) stores documents as JSON with a
-// type schema: every write of a document decodes the stored one and encodes the new one, field
-// by field, and a nested object string is escaped JSON inside JSON. A binary value is one
-// base64 string to it. Measured with a payment request and two entries (mongostore, replace
-// by _id, CPU per operation): 1.84 ms as an array, 1.34 ms as one binary field, 1.28 ms with no
-// outbox at all; a find by _id 1.47 against 1.00 ms. No query reads inside the outbox (the
-// relay's scan filters on outbox_since), so nothing is lost on MongoDB either, where the same
-// form is used: one format, whichever store. Documents written with the outbox as an array are
-// read as before and rewritten in this form by their next write.
-type Entries []outbox.Doc
+// Why: the embedded store (FerretDB v1) stores documents as JSON with a type schema: every
+// write of a document decodes the stored one and encodes the new one, field by field, every
+// element of an array with a schema of its own, and a nested object string is escaped JSON
+// inside JSON. A binary value is one base64 string to it. Measured with a payment request and
+// two outbox entries (mongostore, replace by _id, CPU per operation): 1.84 ms as an array, 1.34
+// ms as one binary field, 1.28 ms with no outbox at all; a find by _id 1.47 against 1.00 ms.
+// With an event and its twenty delivery targets (BenchmarkPacked): see docs/architecture.md,
+// "What the embedded store costs". MongoDB gets the same form: one format, whichever store.
+// Arrays written as arrays before a field was packed are read as before and rewritten in this
+// form by their document's next write.
+type Packed[T any] []T
 
-// entriesSubtype is the binary subtype of a stored outbox (user-defined range, 0x80–0xff).
-const entriesSubtype = 0x80
+// packedSubtype is the binary subtype of a packed array (user-defined range, 0x80–0xff).
+const packedSubtype = 0x80
 
-// entriesBox is the document inside the binary value.
-type entriesBox struct {
-	E []outbox.Doc `bson:"e"`
+// packedBox is the document inside the binary value.
+type packedBox[T any] struct {
+	E []T `bson:"e"`
 }
 
-// IsZero makes `omitempty` leave out an empty outbox.
-func (e Entries) IsZero() bool { return len(e) == 0 }
+// IsZero makes `omitempty` leave out an empty array.
+func (p Packed[T]) IsZero() bool { return len(p) == 0 }
 
-// MarshalBSONValue stores the entries as one binary value.
-func (e Entries) MarshalBSONValue() (byte, []byte, error) {
-	raw, err := bson.Marshal(entriesBox{E: e})
+// MarshalBSONValue stores the elements as one binary value.
+func (p Packed[T]) MarshalBSONValue() (byte, []byte, error) {
+	raw, err := bson.Marshal(packedBox[T]{E: p})
 	if err != nil {
-		return 0, nil, fmt.Errorf("docstore: encode the outbox: %w", err)
+		return 0, nil, fmt.Errorf("docstore: encode a packed array: %w", err)
 	}
-	return byte(bson.TypeBinary), bsoncore.AppendBinary(nil, entriesSubtype, raw), nil
+	return byte(bson.TypeBinary), bsoncore.AppendBinary(nil, packedSubtype, raw), nil
 }
 
-// UnmarshalBSONValue reads the binary form, or an array of entries as written before it.
-func (e *Entries) UnmarshalBSONValue(t byte, data []byte) error {
+// UnmarshalBSONValue reads the binary form, or an array as written before it.
+func (p *Packed[T]) UnmarshalBSONValue(t byte, data []byte) error {
 	switch bson.Type(t) {
 	case bson.TypeNull, bson.TypeUndefined:
-		*e = nil
+		*p = nil
 		return nil
 	case bson.TypeArray:
-		var docs []outbox.Doc
-		if err := bson.UnmarshalValue(bson.TypeArray, data, &docs); err != nil {
-			return fmt.Errorf("docstore: decode the outbox (array): %w", err)
+		var elems []T
+		if err := bson.UnmarshalValue(bson.TypeArray, data, &elems); err != nil {
+			return fmt.Errorf("docstore: decode a packed array (stored as an array): %w", err)
 		}
-		*e = docs
+		*p = elems
 		return nil
 	case bson.TypeBinary:
 		sub, raw, _, ok := bsoncore.ReadBinary(data)
-		if !ok || sub != entriesSubtype {
-			return fmt.Errorf("docstore: the outbox is a binary value of subtype %#x, not an outbox", sub)
+		if !ok || sub != packedSubtype {
+			return fmt.Errorf("docstore: a binary value of subtype %#x where a packed array belongs", sub)
 		}
-		var box entriesBox
+		var box packedBox[T]
 		if err := bson.Unmarshal(raw, &box); err != nil {
-			return fmt.Errorf("docstore: decode the outbox: %w", err)
+			return fmt.Errorf("docstore: decode a packed array: %w", err)
 		}
-		*e = box.E
+		*p = box.E
 		return nil
 	}
-	return fmt.Errorf("docstore: the outbox is stored as %s", bson.Type(t))
+	return fmt.Errorf("docstore: a packed array stored as %s", bson.Type(t))
 }
+
+// Entries is an aggregate's outbox as it is stored: packed, since every entry carries its
+// event's whole object, which makes the outbox most of a busy aggregate's document. No query
+// reads inside it (the relay's scan filters on outbox_since).
+type Entries = Packed[outbox.Doc]
 
 // entryIDs returns the ids of the entries of a stored outbox value, without decoding their
 // objects (in either stored form).
@@ -83,7 +89,7 @@ func entryIDs(v bson.RawValue) ([]string, error) {
 		arr = v.Array()
 	case bson.TypeBinary:
 		sub, raw := v.Binary()
-		if sub != entriesSubtype {
+		if sub != packedSubtype {
 			return nil, fmt.Errorf("docstore: the outbox is a binary value of subtype %#x, not an outbox", sub)
 		}
 		a, ok := bson.Raw(raw).Lookup("e").ArrayOK()

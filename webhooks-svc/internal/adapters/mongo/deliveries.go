@@ -77,18 +77,18 @@ func DeliveryIndexes() []mongo.IndexModel {
 // remove deliveries with their event; next_attempt_at is null when no attempt is scheduled.
 type deliveryDoc struct {
 	docstore.Meta  `bson:",inline"`
-	Event          string       `bson:"event"`
-	Endpoint       string       `bson:"endpoint"`
-	Account        string       `bson:"account"`
-	Livemode       bool         `bson:"livemode"`
-	EventCreatedAt time.Time    `bson:"event_created_at"`
-	Created        time.Time    `bson:"created"`
-	Status         string       `bson:"status"`
-	Attempts       []attemptDoc `bson:"attempts"`
-	Seq            int          `bson:"seq"`
-	NextAttemptAt  *time.Time   `bson:"next_attempt_at"`
-	Failures       int          `bson:"failures"`
-	OneOff         bool         `bson:"one_off,omitempty"`
+	Event          string                      `bson:"event"`
+	Endpoint       string                      `bson:"endpoint"`
+	Account        string                      `bson:"account"`
+	Livemode       bool                        `bson:"livemode"`
+	EventCreatedAt time.Time                   `bson:"event_created_at"`
+	Created        time.Time                   `bson:"created"`
+	Status         string                      `bson:"status"`
+	Attempts       docstore.Packed[attemptDoc] `bson:"attempts"`
+	Seq            int                         `bson:"seq"`
+	NextAttemptAt  *time.Time                  `bson:"next_attempt_at"`
+	Failures       int                         `bson:"failures"`
+	OneOff         bool                        `bson:"one_off,omitempty"`
 }
 
 // attemptDoc is a stored attempt. Attempts stored before attempts had a code also have an

@@ -272,7 +272,8 @@ func TestDeliveryStoredBeforeErrorCodes(t *testing.T) {
 		}
 	}
 
-	// Rewriting the delivery stores codes and drops the old text.
+	// Rewriting the delivery stores codes and drops the old text (and packs the attempts, which
+	// the old document held as an array).
 	if _, err := repo.UpdateAny(ctx, id, func(d *domain.Delivery) error {
 		if !d.Park(4) {
 			return errors.New("not parked")
@@ -281,10 +282,17 @@ func TestDeliveryStoredBeforeErrorCodes(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	var doc struct {
-		Attempts []bson.M `bson:"attempts"`
+	stored, err := raw.Collection(mongo.DeliveriesCollection).FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Raw()
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err := raw.Collection(mongo.DeliveriesCollection).FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&doc); err != nil {
+	if typ := stored.Lookup("attempts").Type; typ != bson.TypeBinary {
+		t.Fatalf("rewritten attempts stored as %s, want packed", typ)
+	}
+	var doc struct {
+		Attempts docstore.Packed[bson.M] `bson:"attempts"`
+	}
+	if err := bson.Unmarshal(stored, &doc); err != nil {
 		t.Fatal(err)
 	}
 	if len(doc.Attempts) != len(want) {

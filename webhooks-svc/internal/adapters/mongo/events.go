@@ -82,11 +82,11 @@ func EventIndexes() []mongo.IndexModel {
 type eventDoc struct {
 	docstore.Meta   `bson:",inline"`
 	outbox.Doc      `bson:",inline"`
-	Family          string      `bson:"family"`
-	CreatedAt       time.Time   `bson:"created_at"`
-	Targets         []targetDoc `bson:"targets"`
-	PendingWebhooks int         `bson:"pending_webhooks"`
-	DeliverySuccess bool        `bson:"delivery_success"`
+	Family          string                     `bson:"family"`
+	CreatedAt       time.Time                  `bson:"created_at"`
+	Targets         docstore.Packed[targetDoc] `bson:"targets"`
+	PendingWebhooks int                        `bson:"pending_webhooks"`
+	DeliverySuccess bool                       `bson:"delivery_success"`
 	// FannedOut is domain.EventRecord.FannedOut. Records stored before it existed lack it, and
 	// the sweep's query (fanned_out: false) passes them by: they were fanned out long ago.
 	FannedOut bool `bson:"fanned_out"`

@@ -10,6 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"rentalplatform/embedded/testkit"
+	"rentalplatform/libs/docstore"
 	"rentalplatform/libs/events"
 	"rentalplatform/libs/events/eventstest"
 	"rentalplatform/libs/ids"
@@ -273,5 +277,57 @@ func TestEventsUnfanned(t *testing.T) {
 	rec, err := repo.Load(t.Context(), done.Event.ID)
 	if err != nil || !rec.FannedOut || rec.PendingWebhooks() != 0 || !rec.DeliverySuccess() {
 		t.Fatalf("after SetFannedOut: %+v %v", rec, err)
+	}
+}
+
+// TestEventTargetsStoredAsAnArray: events stored before their targets were packed (as an array
+// of subdocuments) read the same, and their next write packs them.
+func TestEventTargetsStoredAsAnArray(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	raw := testkit.MongoDatabase(t)
+	store, err := docstore.Open(ctx, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := mongo.NewEvents(store)
+	gen := ids.NewGenerator(nil)
+	id, d1, d2 := gen.New(ids.Event), gen.New(domain.DeliveryIDPrefix), gen.New(domain.DeliveryIDPrefix)
+	created := time.Now().UTC().Truncate(time.Second)
+	if _, err := raw.Collection(mongo.EventsCollection).InsertOne(ctx, bson.D{
+		{Key: "_id", Value: id}, {Key: "version", Value: int64(1)}, {Key: "id", Value: id},
+		{Key: "type", Value: "payment_request.failed"}, {Key: "account", Value: "acct_1"}, {Key: "api_version", Value: "2024-06-01"},
+		{Key: "created", Value: created.Unix()}, {Key: "livemode", Value: false}, {Key: "object", Value: `{"id":"pr_1"}`},
+		{Key: "family", Value: "payment_request"}, {Key: "created_at", Value: created},
+		{Key: "targets", Value: bson.A{
+			bson.D{{Key: "delivery", Value: d1}, {Key: "endpoint", Value: "we_1"}, {Key: "status", Value: "succeeded"}},
+			bson.D{{Key: "delivery", Value: d2}, {Key: "endpoint", Value: "we_2"}, {Key: "status", Value: "pending"}},
+		}},
+		{Key: "pending_webhooks", Value: 1}, {Key: "delivery_success", Value: false}, {Key: "fanned_out", Value: true},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := []domain.Target{
+		{Delivery: d1, Endpoint: "we_1", Status: domain.DeliverySucceeded},
+		{Delivery: d2, Endpoint: "we_2", Status: domain.DeliveryPending},
+	}
+	rec, err := repo.Load(ctx, id)
+	if err != nil || !slices.Equal(rec.Targets, want) || rec.PendingWebhooks() != 1 {
+		t.Fatalf("Load = %+v, %v; want targets %+v", rec, err, want)
+	}
+
+	if err := repo.SetDeliveryStatus(ctx, id, d2, domain.DeliverySucceeded); err != nil {
+		t.Fatal(err)
+	}
+	stored, err := raw.Collection(mongo.EventsCollection).FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Raw()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if typ := stored.Lookup("targets").Type; typ != bson.TypeBinary {
+		t.Fatalf("rewritten targets stored as %s, want packed", typ)
+	}
+	want[1].Status = domain.DeliverySucceeded
+	if rec, err = repo.Load(ctx, id); err != nil || !slices.Equal(rec.Targets, want) || rec.PendingWebhooks() != 0 || !rec.DeliverySuccess() {
+		t.Fatalf("after the rewrite: %+v, %v", rec, err)
 	}
 }
