@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"rentalplatform/deploy/local/e2e/receiver"
@@ -49,7 +50,7 @@ func benchDeliveries(ctx context.Context, st *stack.Stack, cpu *cpuMeter, s sett
 		return err
 	}
 	l0 := cpu.sample()
-	lat, missing, l1, err := causeAndMeasure(ctx, api, rcv, cpu, sources, "/latency", 1, s.eventRate, s.duration)
+	lat, missing, l1, _, err := causeAndMeasure(ctx, api, rcv, cpu, sources, "/latency", 1, s.eventRate, s.duration)
 	if err != nil {
 		return err
 	}
@@ -76,7 +77,7 @@ func benchDeliveries(ctx context.Context, st *stack.Stack, cpu *cpuMeter, s sett
 	rate := s.deliveryRate / subscribers
 	start := time.Now()
 	c0 := cpu.sample()
-	tlat, missing, c1, err := causeAndMeasure(ctx, api, rcv, cpu, sources, "/fanout-", subscribers, rate, s.duration)
+	tlat, missing, c1, flow, err := causeAndMeasure(ctx, api, rcv, cpu, sources, "/fanout-", subscribers, rate, s.duration)
 	if err != nil {
 		return err
 	}
@@ -84,8 +85,13 @@ func benchDeliveries(ctx context.Context, st *stack.Stack, cpu *cpuMeter, s sett
 	elapsed := time.Since(start)
 	slices.Sort(tlat)
 	delivered := len(tlat)
-	fmt.Fprintf(stdout, "  %d events/s × %d endpoints for %s: %d deliveries in %s = %.0f deliveries/s (target ≥ 3000 sustained: the deliveries of every event within the run, the backlog not growing)\n",
+	fmt.Fprintf(stdout, "  %d events/s × %d endpoints for %s: %d deliveries in %s = %.0f deliveries/s, the last one's latency included\n",
 		rate, subscribers, s.duration, delivered, elapsed.Round(time.Millisecond), float64(delivered)/elapsed.Seconds())
+	// The target is about keeping up (flow.go): the rate over the run's last two thirds, with
+	// the backlog not growing.
+	if w, ok := steadyWindow(flow, s.duration); ok {
+		fmt.Fprintf(stdout, "    sustained: %s  (target ≥ 3000 deliveries/s, the backlog not growing)\n", w)
+	}
 	fmt.Fprintf(stdout, "    latency p50 %s  p99 %s  max %s  missing %d; Redis %.0f commands/s under load\n",
 		load.Ms(load.Pct(tlat, 50)), load.Ms(load.Pct(tlat, 99)), load.Ms(load.Pct(tlat, 100)), missing, float64(after-before)/elapsed.Seconds())
 	fmt.Fprintf(stdout, "    %s\n", cpu.between(c0, c1, delivered, "delivery"))
@@ -95,9 +101,10 @@ func benchDeliveries(ctx context.Context, st *stack.Stack, cpu *cpuMeter, s sett
 // causeAndMeasure updates the sources at rate per second for d, each update with a unique
 // description, waits for every expected delivery (perEvent per update) on paths starting with
 // pathPrefix, and returns each delivery's latency from its update's response, how many are
-// missing, and cpu's sample as the waiting ended (before the deliveries are read back, which
-// is the benchmark's work, not the platform's).
-func causeAndMeasure(ctx context.Context, api load.API, rcv *receiver.Receiver, cpu *cpuMeter, sources []string, pathPrefix string, perEvent, rate int, d time.Duration) ([]time.Duration, int, cpuSample, error) {
+// missing, cpu's sample as the waiting ended (before the deliveries are read back, which
+// is the benchmark's work, not the platform's), and the flow sampled while the updates were
+// made.
+func causeAndMeasure(ctx context.Context, api load.API, rcv *receiver.Receiver, cpu *cpuMeter, sources []string, pathPrefix string, perEvent, rate int, d time.Duration) ([]time.Duration, int, cpuSample, []flowSample, error) {
 	tag := strconv.FormatInt(time.Now().UnixNano(), 36)
 	before := rcv.Count("")
 	interval := time.Second / time.Duration(rate)
@@ -106,7 +113,26 @@ func causeAndMeasure(ctx context.Context, api load.API, rcv *receiver.Receiver, 
 	var failed []error
 	var mu sync.Mutex
 	var wg sync.WaitGroup
+	var answered atomic.Int64
 	start := time.Now()
+	// The flow (flow.go), sampled every 100 ms while updates are made: arrivals here count
+	// every delivery to the receiver, which this run alone is sending to.
+	var flow []flowSample
+	stopSampling := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			flow = append(flow, flowSample{at: time.Since(start), owed: int(answered.Load()) * perEvent, arrived: rcv.Count("") - before})
+			select {
+			case <-stopSampling:
+				return
+			case <-t.C:
+			}
+		}
+	}()
 	for i := 0; i < n && ctx.Err() == nil; i++ {
 		if w := time.Until(start.Add(time.Duration(i) * interval)); w > 0 {
 			time.Sleep(w)
@@ -122,9 +148,12 @@ func causeAndMeasure(ctx context.Context, api load.API, rcv *receiver.Receiver, 
 				return
 			}
 			responded[i] = time.Now()
+			answered.Add(1)
 		}(i)
 	}
 	wg.Wait()
+	close(stopSampling)
+	<-sampled
 	if len(failed) > 0 {
 		// An overloaded system is a result, not an error: report it and measure what got through.
 		fmt.Printf("    %d of %d updates failed (first: %v)\n", len(failed), n, failed[0])
@@ -170,7 +199,7 @@ func causeAndMeasure(ctx context.Context, api load.API, rcv *receiver.Receiver, 
 		}
 		lat = append(lat, r.Time.Sub(responded[i]))
 	}
-	return lat, want - len(lat), arrived, nil
+	return lat, want - len(lat), arrived, flow, nil
 }
 
 func rcvPaths(rcv *receiver.Receiver, prefix string, n int) []string {

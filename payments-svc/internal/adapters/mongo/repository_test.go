@@ -8,6 +8,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"rentalplatform/embedded/testkit"
+	"rentalplatform/libs/docstore"
 	"rentalplatform/libs/listing"
 	"rentalplatform/libs/outbox/outboxtest"
 	"rentalplatform/libs/servicetest"
@@ -207,5 +209,45 @@ func TestChargeIDsRoundTrip(t *testing.T) {
 		if len(tries) != 2 || tries[0].ID != want[0] || tries[1].ID != want[1] {
 			t.Fatalf("charges read back %+v; want ids %v", tries, want)
 		}
+	}
+}
+
+// A request stored before its attempt log was packed (as an array of subdocuments, charges
+// without ids) reads the same, and its next write packs the log.
+func TestAttemptLogStoredAsAnArray(t *testing.T) {
+	ctx := t.Context()
+	raw := testkit.MongoDatabase(t)
+	store, err := docstore.Open(ctx, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := mongo.NewRequests(store, outboxtest.NewRelay(&outboxtest.Queue{}), nil)
+	if _, err := raw.Collection(mongo.RequestsCollection).InsertOne(ctx, bson.D{
+		{Key: "_id", Value: "preq_old"}, {Key: "version", Value: int64(1)}, {Key: "account", Value: "acct_1"}, {Key: "livemode", Value: false},
+		{Key: "payment_agreement", Value: "pa_a"}, {Key: "amount", Value: int64(100)}, {Key: "currency", Value: "eur"},
+		{Key: "metadata", Value: bson.A{}}, {Key: "created", Value: t0.Unix()}, {Key: "status", Value: "failed"}, {Key: "attempts", Value: 1},
+		{Key: "attempt_log", Value: bson.A{
+			bson.D{{Key: "attempt", Value: 1}, {Key: "payment_method", Value: "pm_1"}, {Key: "succeeded", Value: false}, {Key: "failure_code", Value: "insufficient_funds"}, {Key: "at", Value: t0}},
+		}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := domain.Try{ID: domain.ChargeID("preq_old", 1, "pm_1"), Attempt: 1, Method: "pm_1", FailureCode: "insufficient_funds", At: t0}
+	got, err := repo.Get(ctx, "preq_old", "acct_1", false)
+	if err != nil || !slices.Equal(got.Tries(), []domain.Try{want}) {
+		t.Fatalf("Get = %+v, %v; want the charge %+v", got, err, want)
+	}
+	if _, err := repo.Update(ctx, "preq_old", "acct_1", false, func(r *domain.Request) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	stored, err := raw.Collection(mongo.RequestsCollection).FindOne(ctx, bson.D{{Key: "_id", Value: "preq_old"}}).Raw()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if typ := stored.Lookup("attempt_log").Type; typ != bson.TypeBinary {
+		t.Fatalf("rewritten attempt_log stored as %s, want packed", typ)
+	}
+	if got, err = repo.Get(ctx, "preq_old", "acct_1", false); err != nil || !slices.Equal(got.Tries(), []domain.Try{want}) {
+		t.Fatalf("after the rewrite: %+v, %v", got.Tries(), err)
 	}
 }

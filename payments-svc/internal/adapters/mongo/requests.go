@@ -74,25 +74,25 @@ func (r *Requests) EnsureIndexes(ctx context.Context) error {
 // due, and the attempt charging the request now.
 type requestDoc struct {
 	docstore.Meta `bson:",inline"`
-	Account       string            `bson:"account"`
-	Livemode      bool              `bson:"livemode"`
-	Agreement     string            `bson:"payment_agreement"`
-	Amount        int64             `bson:"amount"`
-	Currency      string            `bson:"currency"`
-	Description   string            `bson:"description,omitempty"`
-	Metadata      docstore.Metadata `bson:"metadata"`
-	Created       int64             `bson:"created"`
-	Status        string            `bson:"status"`
-	MethodUsed    string            `bson:"payment_method_used,omitempty"`
-	FailureReason string            `bson:"failure_reason,omitempty"`
-	Attempts      int               `bson:"attempts"`
-	NextRetryAt   *time.Time        `bson:"next_retry_at,omitempty"`
-	StopReason    string            `bson:"retry_stop_reason,omitempty"`
-	Tries         []tryDoc          `bson:"attempt_log"`
-	CancelledAt   *time.Time        `bson:"cancelled_at,omitempty"`
-	NextAttempt   int               `bson:"next_attempt,omitempty"`
-	DueAt         *time.Time        `bson:"due_at,omitempty"`
-	Claim         *claimDoc         `bson:"claim,omitempty"`
+	Account       string                  `bson:"account"`
+	Livemode      bool                    `bson:"livemode"`
+	Agreement     string                  `bson:"payment_agreement"`
+	Amount        int64                   `bson:"amount"`
+	Currency      string                  `bson:"currency"`
+	Description   string                  `bson:"description,omitempty"`
+	Metadata      docstore.Metadata       `bson:"metadata"`
+	Created       int64                   `bson:"created"`
+	Status        string                  `bson:"status"`
+	MethodUsed    string                  `bson:"payment_method_used,omitempty"`
+	FailureReason string                  `bson:"failure_reason,omitempty"`
+	Attempts      int                     `bson:"attempts"`
+	NextRetryAt   *time.Time              `bson:"next_retry_at,omitempty"`
+	StopReason    string                  `bson:"retry_stop_reason,omitempty"`
+	Tries         docstore.Packed[tryDoc] `bson:"attempt_log"`
+	CancelledAt   *time.Time              `bson:"cancelled_at,omitempty"`
+	NextAttempt   int                     `bson:"next_attempt,omitempty"`
+	DueAt         *time.Time              `bson:"due_at,omitempty"`
+	Claim         *claimDoc               `bson:"claim,omitempty"`
 }
 
 // tryDoc is one charge. Charges recorded before charges had ids have none stored: the domain
