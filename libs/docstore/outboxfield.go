@@ -19,8 +19,9 @@ import (
 // inside JSON. A binary value is one base64 string to it. Measured with a payment request and
 // two outbox entries (mongostore, replace by _id, CPU per operation): 1.84 ms as an array, 1.34
 // ms as one binary field, 1.28 ms with no outbox at all; a find by _id 1.47 against 1.00 ms.
-// With an event and its twenty delivery targets (BenchmarkPacked): see docs/architecture.md,
-// "What the embedded store costs". MongoDB gets the same form: one format, whichever store.
+// An event with its twenty delivery targets (embedded/mongostore's BenchmarkPackedArray):
+// insert 1.08 → 0.60 ms, replace 1.37 → 0.84 ms. MongoDB gets the same form: one format,
+// whichever store.
 // Arrays written as arrays before a field was packed are read as before and rewritten in this
 // form by their document's next write.
 type Packed[T any] []T

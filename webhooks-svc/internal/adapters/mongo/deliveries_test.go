@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	mongodrv "go.mongodb.org/mongo-driver/v2/mongo"
 
 	"rentalplatform/embedded/testkit"
 	"rentalplatform/libs/docstore"
@@ -232,11 +233,7 @@ func TestDeliveryStore(t *testing.T) {
 func TestDeliveryStoredBeforeErrorCodes(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	raw := testkit.MongoDatabase(t)
-	store, err := docstore.Open(ctx, raw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw, store := rawStore(t)
 	repo := mongo.NewDeliveries(store)
 	id := ids.NewGenerator(nil).New(domain.DeliveryIDPrefix)
 	at := time.Now().UTC().Truncate(time.Millisecond)
@@ -303,4 +300,16 @@ func TestDeliveryStoredBeforeErrorCodes(t *testing.T) {
 			t.Errorf("rewritten attempt %d: %v", i, a)
 		}
 	}
+}
+
+// rawStore returns a new database both raw, to write documents as older versions stored them,
+// and opened as the adapters' store.
+func rawStore(t *testing.T) (*mongodrv.Database, *docstore.DB) {
+	t.Helper()
+	raw := testkit.MongoDatabase(t)
+	store, err := docstore.Open(t.Context(), raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw, store
 }

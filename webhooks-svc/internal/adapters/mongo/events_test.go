@@ -12,8 +12,6 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"rentalplatform/embedded/testkit"
-	"rentalplatform/libs/docstore"
 	"rentalplatform/libs/events"
 	"rentalplatform/libs/events/eventstest"
 	"rentalplatform/libs/ids"
@@ -285,11 +283,7 @@ func TestEventsUnfanned(t *testing.T) {
 func TestEventTargetsStoredAsAnArray(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	raw := testkit.MongoDatabase(t)
-	store, err := docstore.Open(ctx, raw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw, store := rawStore(t)
 	repo := mongo.NewEvents(store)
 	gen := ids.NewGenerator(nil)
 	id, d1, d2 := gen.New(ids.Event), gen.New(domain.DeliveryIDPrefix), gen.New(domain.DeliveryIDPrefix)
