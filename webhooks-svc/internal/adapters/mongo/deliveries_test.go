@@ -279,13 +279,7 @@ func TestDeliveryStoredBeforeErrorCodes(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	stored, err := raw.Collection(mongo.DeliveriesCollection).FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Raw()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if typ := stored.Lookup("attempts").Type; typ != bson.TypeBinary {
-		t.Fatalf("rewritten attempts stored as %s, want packed", typ)
-	}
+	stored := storedPacked(t, raw, mongo.DeliveriesCollection, id, "attempts")
 	var doc struct {
 		Attempts docstore.Packed[bson.M] `bson:"attempts"`
 	}
@@ -312,4 +306,18 @@ func rawStore(t *testing.T) (*mongodrv.Database, *docstore.DB) {
 		t.Fatal(err)
 	}
 	return raw, store
+}
+
+// storedPacked reads the document id of coll as stored and fails the test unless its field is
+// packed (docstore.Packed: one binary value).
+func storedPacked(t *testing.T, raw *mongodrv.Database, coll, id, field string) bson.Raw {
+	t.Helper()
+	stored, err := raw.Collection(coll).FindOne(t.Context(), bson.D{{Key: "_id", Value: id}}).Raw()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if typ := stored.Lookup(field).Type; typ != bson.TypeBinary {
+		t.Fatalf("rewritten %s stored as %s, want packed", field, typ)
+	}
+	return stored
 }

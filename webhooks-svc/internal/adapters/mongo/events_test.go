@@ -313,13 +313,7 @@ func TestEventTargetsStoredAsAnArray(t *testing.T) {
 	if err := repo.SetDeliveryStatus(ctx, id, d2, domain.DeliverySucceeded); err != nil {
 		t.Fatal(err)
 	}
-	stored, err := raw.Collection(mongo.EventsCollection).FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Raw()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if typ := stored.Lookup("targets").Type; typ != bson.TypeBinary {
-		t.Fatalf("rewritten targets stored as %s, want packed", typ)
-	}
+	storedPacked(t, raw, mongo.EventsCollection, id, "targets")
 	want[1].Status = domain.DeliverySucceeded
 	if rec, err = repo.Load(ctx, id); err != nil || !slices.Equal(rec.Targets, want) || rec.PendingWebhooks() != 0 || !rec.DeliverySuccess() {
 		t.Fatalf("after the rewrite: %+v, %v", rec, err)
