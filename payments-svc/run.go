@@ -43,7 +43,11 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	agreementEvents, requestEvents := httpport.AgreementEvents(gen, time.Now), httpport.RequestEvents(gen, time.Now)
 	agreements := mongo.NewAgreements(rt.Store, q.Relay, agreementEvents)
 	requests := mongo.NewRequests(rt.Store, q.Relay, requestEvents)
-	processor := simulator.New(rt.Store.Sibling(cfg.SimulatorDatabase), time.Now)
+	simulatorDB, err := rt.Store.Sibling(ctx, cfg.SimulatorDatabase)
+	if err != nil {
+		return fail(err)
+	}
+	processor := simulator.New(simulatorDB, time.Now)
 	if err := service.EnsureIndexes(ctx, agreements, requests, processor); err != nil {
 		return fail(err)
 	}

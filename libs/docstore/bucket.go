@@ -43,13 +43,19 @@ type Bucket struct {
 	files, chunks *mongo.Collection
 }
 
-// Bucket returns the blob store called name: collections "<name>.files" and "<name>.chunks".
+// Bucket returns the blob store called name: collections "<name>.files" and "<name>.chunks",
+// in one database (see DB.Collection for where that is).
 func (d *DB) Bucket(name string) *Bucket {
-	return &Bucket{name: name, files: d.db.Collection(name + ".files"), chunks: d.db.Collection(name + ".chunks")}
+	home := d.home(name, name+".files")
+	return &Bucket{name: name, files: home.Collection(name + ".files"), chunks: home.Collection(name + ".chunks")}
 }
 
 // Name is the bucket's name, the prefix of its two collections.
 func (b *Bucket) Name() string { return b.name }
+
+// Database is the database that holds the bucket's two collections: for GridFS tools, and
+// the driver's GridFSBucket.
+func (b *Bucket) Database() *mongo.Database { return b.files.Database() }
 
 // EnsureIndexes declares the indexes the GridFS specification gives a bucket (the driver
 // creates the same on its first write), so the driver and GridFS tools find chunks by file:

@@ -20,8 +20,7 @@ import (
 // chunks and writes of every size; nothing readable before Commit; Abort and Delete leave
 // nothing; and the driver's own GridFSBucket reads and deletes what was written.
 func TestBucket(t *testing.T) {
-	raw := testkit.MongoDatabase(t)
-	db, err := docstore.Open(t.Context(), raw)
+	db, err := docstore.Open(t.Context(), testkit.MongoDatabase(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +59,7 @@ func TestBucket(t *testing.T) {
 		}
 		return got
 	}
-	driver := raw.GridFSBucket(options.GridFSBucket().SetName(b.Name()))
+	driver := b.Database().GridFSBucket(options.GridFSBucket().SetName(b.Name()))
 	const chunk = docstore.BlobChunkSize
 	for i, size := range []int{0, 1, chunk, chunk + 1, 4*chunk - 1, 4 * chunk, 3<<20 + 12345} {
 		body := make([]byte, size)
@@ -92,7 +91,7 @@ func TestBucket(t *testing.T) {
 		t.Fatalf("deleting what is not there: %v", err)
 	}
 	for _, coll := range []string{".chunks", ".files"} {
-		n, err := raw.Collection(b.Name()+coll).CountDocuments(context.WithoutCancel(ctx), bson.D{})
+		n, err := b.Database().Collection(b.Name()+coll).CountDocuments(context.WithoutCancel(ctx), bson.D{})
 		if err != nil || n != 0 {
 			t.Fatalf("%d documents left in %s after Abort and Delete: %v", n, coll, err)
 		}

@@ -102,7 +102,7 @@ func NewCollection[T any](db *DB, name string, opts Options) *Collection[T] {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	coll := db.db.Collection(name)
+	coll := db.Collection(name)
 	c := &Collection[T]{
 		coll: coll, strategy: db.strategy, w: db.strategy.writer(coll), opts: opts,
 		relay: opts.Outbox, queues: map[string]*queue[T]{},
@@ -119,7 +119,7 @@ func NewCollection[T any](db *DB, name string, opts Options) *Collection[T] {
 	}
 	if c.relay != nil {
 		if db.strategy.tracksPending() {
-			c.pending = newPendingIndex(db.db.Collection(markCollection), name, opts.Now)
+			c.pending = newPendingIndex(db.Collection(markCollection), name, opts.Now)
 		}
 		c.relay.Add(c) // the relay may sweep the collection at once: it is complete by now
 	}

@@ -104,7 +104,7 @@ func (e *env) event(t *testing.T, id string) events.Event {
 func (e *env) stored(t *testing.T, id string) (account, bool) {
 	t.Helper()
 	var a account
-	err := e.client.Collection("accounts").FindOne(context.Background(), bson.D{{Key: "_id", Value: id}}).Decode(&a)
+	err := e.db.Collection("accounts").FindOne(context.Background(), bson.D{{Key: "_id", Value: id}}).Decode(&a)
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return a, false
 	}
@@ -242,7 +242,7 @@ func TestUpdateOfAnUnversionedDocument(t *testing.T) {
 	eachStrategy(t, func(t *testing.T, s strategy) {
 		e := newEnv(t, s, testkit.MongoDatabase(t), 0)
 		ctx := t.Context()
-		if _, err := e.client.Collection("accounts").InsertOne(ctx, bson.D{{Key: "_id", Value: "acc_old"}, {Key: "balance", Value: 7}}); err != nil {
+		if _, err := e.db.Collection("accounts").InsertOne(ctx, bson.D{{Key: "_id", Value: "acc_old"}, {Key: "balance", Value: 7}}); err != nil {
 			t.Fatal(err)
 		}
 		got, err := e.coll.Update(ctx, "acc_old", func(a *account) error { a.Balance++; return nil })
@@ -758,7 +758,7 @@ func TestUniqueIndexAndIndexesTwice(t *testing.T) {
 		// Unique indexes are created everywhere (they enforce a rule); the others (newEnv
 		// declares owner_id) only where the server uses them for queries, which the embedded
 		// store does not (forced to MongoDB's strategy, it gets them too).
-		specs, err := e.client.Collection("accounts").Indexes().ListSpecifications(ctx)
+		specs, err := e.db.Collection("accounts").Indexes().ListSpecifications(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

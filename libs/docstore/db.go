@@ -2,9 +2,13 @@ package docstore
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"regexp"
+	"strings"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -27,6 +31,9 @@ type DB struct {
 	db       *mongo.Database
 	strategy strategy
 	indexes  *indexRegistry // the query indexes of its collections, where the strategy keeps them
+	// inPlace: on the embedded store, the collections found in the database itself when it was
+	// opened, which stay there (see Collection); nil on MongoDB.
+	inPlace map[string]bool
 }
 
 // Open asks the server what it is (one buildInfo command) and returns the database with the
@@ -36,25 +43,98 @@ func Open(ctx context.Context, db *mongo.Database) (*DB, error) {
 	if err := db.RunCommand(ctx, bson.D{{Key: "buildInfo", Value: 1}}).Decode(&info); err != nil {
 		return nil, fmt.Errorf("docstore: ask the server what it is (buildInfo): %w", err)
 	}
-	if _, ferret := info["ferretdbVersion"]; ferret {
-		return &DB{db: db, strategy: embedded{}, indexes: &indexRegistry{}}, nil
+	if _, ferret := info["ferretdbVersion"]; !ferret {
+		return &DB{db: db, strategy: mongoDB{}}, nil
 	}
-	return &DB{db: db, strategy: mongoDB{}}, nil
+	d := &DB{db: db, strategy: embedded{}, indexes: &indexRegistry{}}
+	if err := d.findInPlace(ctx); err != nil {
+		return nil, err
+	}
+	return d, nil
 }
 
 // Sibling returns another database of the same server (and client), with the same strategy:
 // for data a service keeps apart from its own, such as a simulated external system's.
-func (d *DB) Sibling(name string) *DB {
+func (d *DB) Sibling(ctx context.Context, name string) (*DB, error) {
 	s := &DB{db: d.db.Client().Database(name), strategy: d.strategy}
-	if d.indexes != nil {
-		s.indexes = &indexRegistry{}
+	if d.indexes == nil {
+		return s, nil
 	}
-	return s
+	s.indexes = &indexRegistry{}
+	if err := s.findInPlace(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
-// Database is the database itself, for what is not an aggregate (the adapter's own queries
-// and collections).
+// findInPlace records the collections the database itself holds: stored before the embedded
+// store kept each collection in a database of its own, they stay where they are.
+func (d *DB) findInPlace(ctx context.Context) error {
+	names, err := d.db.ListCollectionNames(ctx, bson.D{})
+	if err != nil {
+		return fmt.Errorf("docstore: list the collections of %s: %w", d.db.Name(), err)
+	}
+	d.inPlace = make(map[string]bool, len(names))
+	for _, n := range names {
+		d.inPlace[n] = true
+	}
+	return nil
+}
+
+// Database is the database itself: for commands that name no collection (a ping). Reach a
+// collection through Collection, which knows where it is stored.
 func (d *DB) Database() *mongo.Database { return d.db }
+
+// Collection returns the stored collection name of this database, where the server keeps it.
+//
+// On MongoDB that is the database itself. On the embedded store each collection is a database
+// of its own (EmbeddedDatabase), unless the database already held it when it was opened (a
+// store created before this layout keeps its data where it is).
+//
+// Why: the embedded store keeps a database in one SQLite file, and SQLite lets one write at a
+// time into a file. With every collection of a service in one file, webhooks-svc's event
+// rewrites, delivery inserts and outbox marks queued behind one another: under a saturated
+// delivery run the file's write lane was held 85-96 % of the time while a third of a core sat
+// idle (docs/architecture.md, "What the embedded store costs"). One file per collection gives
+// each its own lane. Nothing here writes two collections in one command, so nothing relied on
+// their sharing a file.
+func (d *DB) Collection(name string) *mongo.Collection {
+	return d.home(name, name).Collection(name)
+}
+
+// home is the database that holds what is stored under name, found by the name of its first
+// collection (first): the collection itself, or a bucket's two, which stay together so that
+// GridFS tools read them.
+func (d *DB) home(name, first string) *mongo.Database {
+	if d.inPlace == nil || d.inPlace[first] {
+		return d.db
+	}
+	return d.db.Client().Database(EmbeddedDatabase(d.db.Name(), name))
+}
+
+// databaseName is what FerretDB accepts as a database name.
+var databaseName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,63}$`)
+
+// EmbeddedDatabase is the name of the database the embedded store keeps collection (or
+// bucket) coll of database db in: "<db>-<coll>", with a dot in coll written as a dash. A name FerretDB would refuse (longer than 63 characters, or another character) is
+// shortened to its first 46 characters and a hash of the whole.
+func EmbeddedDatabase(db, coll string) string {
+	name := db + "-" + strings.ReplaceAll(coll, ".", "-")
+	if databaseName.MatchString(name) {
+		return name
+	}
+	sum := sha256.Sum256([]byte(db + "\x00" + coll))
+	keep := strings.Map(func(r rune) rune {
+		if r < 0x80 && databaseName.MatchString(string(r)) {
+			return r
+		}
+		return '_'
+	}, name)
+	if len(keep) > 46 {
+		keep = keep[:46]
+	}
+	return keep + "-" + hex.EncodeToString(sum[:8])
+}
 
 // MultiProcess reports whether several processes may write one document of this database
 // safely: true on MongoDB, where a conditional replace is atomic; false on the embedded store,

@@ -94,7 +94,7 @@ func TestIdempotentCreates(t *testing.T) {
 	}
 	count := func(filter bson.D) int64 {
 		t.Helper()
-		n, err := db.Database().Collection("leases").CountDocuments(t.Context(), filter)
+		n, err := db.Collection("leases").CountDocuments(t.Context(), filter)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -141,7 +141,11 @@ func heldQueries() []struct {
 func fromStore(t *testing.T, raw *mongo.Database, filter bson.D, opts *options.FindOptionsBuilder) []string {
 	t.Helper()
 	f := append(bson.D{}, filter...)
-	cur, err := raw.Collection("items").Find(t.Context(), f, opts)
+	db, err := docstore.Open(t.Context(), raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, err := db.Collection("items").Find(t.Context(), f, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ type Stamps struct {
 
 // Stamps returns the stamps kept in collection name, under field.
 func (d *DB) Stamps(name, field string) *Stamps {
-	return &Stamps{coll: d.db.Collection(name), field: field}
+	return &Stamps{coll: d.Collection(name), field: field}
 }
 
 // Advance sets id's stamp to at unless it is later already.

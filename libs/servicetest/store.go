@@ -28,7 +28,7 @@ func Store(t testing.TB) *docstore.DB {
 // IndexNames returns the names of the indexes the store holds on collection coll.
 func IndexNames(t testing.TB, db *docstore.DB, coll string) []string {
 	t.Helper()
-	cur, err := db.Database().Collection(coll).Indexes().List(t.Context())
+	cur, err := db.Collection(coll).Indexes().List(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}

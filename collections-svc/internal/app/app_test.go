@@ -59,7 +59,7 @@ func newEnvWith(t *testing.T, random func([]byte), wrap func(app.Contents) app.C
 	svc := app.New(app.Deps{Cases: cases, Files: files, Contents: wrap(mongo.NewContents(db)), IDs: gen, Random: random},
 		app.Config{Partner: domain.Partner{Name: "P", Email: "p@example.com", Phone: "+15555550100", Site: "https://p.example.com"}})
 	chunks := func() int64 {
-		n, err := db.Database().Collection(mongo.ContentsBucket+".chunks").CountDocuments(context.Background(), bson.D{})
+		n, err := db.Bucket(mongo.ContentsBucket).Database().Collection(mongo.ContentsBucket+".chunks").CountDocuments(context.Background(), bson.D{})
 		if err != nil {
 			t.Fatal(err)
 		}

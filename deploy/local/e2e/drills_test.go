@@ -24,6 +24,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"rentalplatform/libs/docstore"
 )
 
 // drillsFull reports whether the full drills were asked for (make drills).
@@ -201,14 +203,19 @@ func postUntilApplied(ctx context.Context, u, key, idemKey string, body any) (re
 
 // storeDB opens one of the platform's databases (by its name without the stack's prefix) on
 // the platform's store, embedded or real, for a drill to read what the API does not show.
-func (p *platform) storeDB(t *testing.T, name string) *mongo.Database {
+func (p *platform) storeDB(t *testing.T, name string) *docstore.DB {
 	t.Helper()
 	client, err := mongo.Connect(options.Client().ApplyURI(p.MongoURI))
 	if err != nil {
 		t.Fatalf("connecting to the store: %v", err)
 	}
 	t.Cleanup(func() { _ = client.Disconnect(context.Background()) })
-	return client.Database(p.DatabasePrefix + name)
+	// Opened as the services open theirs, so that Collection finds each where it is stored.
+	db, err := docstore.Open(t.Context(), client.Database(p.DatabasePrefix+name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
 }
 
 // countBy counts ids; doubled is how many of them occur more than once (each extra counted).

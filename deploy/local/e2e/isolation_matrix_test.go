@@ -556,7 +556,10 @@ func snapshot(t *testing.T, ctx context.Context, p *platform) storeSnapshot {
 			t.Fatal(err)
 		}
 		for _, coll := range colls {
-			key := name + "." + coll
+			// On the embedded store each collection is a database of its own
+			// (docstore.EmbeddedDatabase): keyed by its service's database all the same.
+			service, _ := strings.CutSuffix(name, "-"+strings.ReplaceAll(coll, ".", "-"))
+			key := service + "." + coll
 			if slices.Contains(snapshotExcluded, key) {
 				continue
 			}

@@ -358,7 +358,7 @@ func TestContents(t *testing.T) {
 		Filename string         `bson:"filename"`
 		Metadata map[string]any `bson:"metadata"`
 	}
-	if err := db.Database().Collection(mongo.ContentsBucket+".files").FindOne(ctx, bson.D{{Key: "_id", Value: "file_1"}}).Decode(&stored); err != nil {
+	if err := db.Bucket(mongo.ContentsBucket).Database().Collection(mongo.ContentsBucket+".files").FindOne(ctx, bson.D{{Key: "_id", Value: "file_1"}}).Decode(&stored); err != nil {
 		t.Fatal(err)
 	}
 	if stored.Filename != "x.pdf" || stored.Metadata["account"] != "acct_1" || stored.Metadata["livemode"] != true ||

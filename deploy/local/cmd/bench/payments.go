@@ -58,6 +58,7 @@ import (
 
 	"rentalplatform/deploy/local/internal/load"
 	"rentalplatform/deploy/local/stack"
+	"rentalplatform/libs/docstore"
 )
 
 // Redis keys of the asynq queues the benchmark watches (asynq v0.26's layout).
@@ -78,7 +79,8 @@ type payBench struct {
 	st     *stack.Stack
 	cpu    *cpuMeter
 	rdb    *redis.Client
-	mongo  *mongo.Client // the stack's store, where the events stored are counted
+	events *mongo.Collection // webhooks-svc's events, where they are counted
+	mongo  *mongo.Client     // the stack's store
 	out    io.Writer
 	client *fasthttp.Client
 	real   bool // a real Redis (REDIS_URL), where INFO memory exists
@@ -98,6 +100,12 @@ func benchPayments(ctx context.Context, st *stack.Stack, cpu *cpuMeter, s settin
 		return err
 	}
 	defer b.mongo.Disconnect(context.WithoutCancel(ctx))
+	// Opened as webhooks-svc opens it, so that Collection finds the events where they are stored.
+	webhooksDB, err := docstore.Open(ctx, b.mongo.Database(st.DatabasePrefix+"webhooks"))
+	if err != nil {
+		return err
+	}
+	b.events = webhooksDB.Collection("events")
 
 	store := "embedded FerretDB v1.24 (SQLite)"
 	if getenv("MONGODB_URI") != "" {
@@ -634,7 +642,7 @@ func (b *payBench) sizes(ctx context.Context) string {
 // storedEvents counts the events webhooks-svc has stored, of one account or (account "") all:
 // in its database directly, since the API lists but does not count.
 func (b *payBench) storedEvents(ctx context.Context, account string) (int64, error) {
-	coll := b.mongo.Database(b.st.DatabasePrefix + "webhooks").Collection("events")
+	coll := b.events
 	if account == "" {
 		return coll.EstimatedDocumentCount(ctx)
 	}

@@ -457,7 +457,7 @@ func TestKeyDocumentIsKeyedBySecretHash(t *testing.T) {
 	var doc map[string]any
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	if err := db.Database().Collection(keystore.Collection).FindOne(ctx, map[string]any{"id": k.ID()}).Decode(&doc); err != nil {
+	if err := db.Collection(keystore.Collection).FindOne(ctx, map[string]any{"id": k.ID()}).Decode(&doc); err != nil {
 		t.Fatal(err)
 	}
 	if doc["_id"] != domain.HashSecret(secret).String() {

@@ -216,13 +216,12 @@ func TestChargeIDsRoundTrip(t *testing.T) {
 // without ids) reads the same, and its next write packs the log.
 func TestAttemptLogStoredAsAnArray(t *testing.T) {
 	ctx := t.Context()
-	raw := testkit.MongoDatabase(t)
-	store, err := docstore.Open(ctx, raw)
+	store, err := docstore.Open(ctx, testkit.MongoDatabase(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	repo := mongo.NewRequests(store, outboxtest.NewRelay(&outboxtest.Queue{}), nil)
-	if _, err := raw.Collection(mongo.RequestsCollection).InsertOne(ctx, bson.D{
+	if _, err := store.Collection(mongo.RequestsCollection).InsertOne(ctx, bson.D{
 		{Key: "_id", Value: "preq_old"}, {Key: "version", Value: int64(1)}, {Key: "account", Value: "acct_1"}, {Key: "livemode", Value: false},
 		{Key: "payment_agreement", Value: "pa_a"}, {Key: "amount", Value: int64(100)}, {Key: "currency", Value: "eur"},
 		{Key: "metadata", Value: bson.A{}}, {Key: "created", Value: t0.Unix()}, {Key: "status", Value: "failed"}, {Key: "attempts", Value: 1},
@@ -240,7 +239,7 @@ func TestAttemptLogStoredAsAnArray(t *testing.T) {
 	if _, err := repo.Update(ctx, "preq_old", "acct_1", false, func(r *domain.Request) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
-	stored, err := raw.Collection(mongo.RequestsCollection).FindOne(ctx, bson.D{{Key: "_id", Value: "preq_old"}}).Raw()
+	stored, err := store.Collection(mongo.RequestsCollection).FindOne(ctx, bson.D{{Key: "_id", Value: "preq_old"}}).Raw()
 	if err != nil {
 		t.Fatal(err)
 	}

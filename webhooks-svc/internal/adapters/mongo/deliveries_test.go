@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
-	mongodrv "go.mongodb.org/mongo-driver/v2/mongo"
 
 	"rentalplatform/embedded/testkit"
 	"rentalplatform/libs/docstore"
@@ -233,12 +232,12 @@ func TestDeliveryStore(t *testing.T) {
 func TestDeliveryStoredBeforeErrorCodes(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	raw, store := rawStore(t)
+	store := rawStore(t)
 	repo := mongo.NewDeliveries(store)
 	id := ids.NewGenerator(nil).New(domain.DeliveryIDPrefix)
 	at := time.Now().UTC().Truncate(time.Millisecond)
 	leaked := "dial tcp 127.0.0.1:39080: address not allowed: 127.0.0.1 is an internal address"
-	if _, err := raw.Collection(mongo.DeliveriesCollection).InsertOne(ctx, bson.D{
+	if _, err := store.Collection(mongo.DeliveriesCollection).InsertOne(ctx, bson.D{
 		{Key: "_id", Value: id}, {Key: "version", Value: int64(1)},
 		{Key: "event", Value: "evt_1"}, {Key: "endpoint", Value: "we_1"}, {Key: "account", Value: "acct_1"},
 		{Key: "livemode", Value: false}, {Key: "event_created_at", Value: at}, {Key: "created", Value: at},
@@ -279,7 +278,7 @@ func TestDeliveryStoredBeforeErrorCodes(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	stored := storedPacked(t, raw, mongo.DeliveriesCollection, id, "attempts")
+	stored := storedPacked(t, store, mongo.DeliveriesCollection, id, "attempts")
 	var doc struct {
 		Attempts docstore.Packed[bson.M] `bson:"attempts"`
 	}
@@ -296,23 +295,22 @@ func TestDeliveryStoredBeforeErrorCodes(t *testing.T) {
 	}
 }
 
-// rawStore returns a new database both raw, to write documents as older versions stored them,
-// and opened as the adapters' store.
-func rawStore(t *testing.T) (*mongodrv.Database, *docstore.DB) {
+// rawStore returns a new database opened as the adapters' store, whose collections the tests
+// also write raw, as older versions stored documents (Collection says where each is).
+func rawStore(t *testing.T) *docstore.DB {
 	t.Helper()
-	raw := testkit.MongoDatabase(t)
-	store, err := docstore.Open(t.Context(), raw)
+	store, err := docstore.Open(t.Context(), testkit.MongoDatabase(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return raw, store
+	return store
 }
 
 // storedPacked reads the document id of coll as stored and fails the test unless its field is
 // packed (docstore.Packed: one binary value).
-func storedPacked(t *testing.T, raw *mongodrv.Database, coll, id, field string) bson.Raw {
+func storedPacked(t *testing.T, store *docstore.DB, coll, id, field string) bson.Raw {
 	t.Helper()
-	stored, err := raw.Collection(coll).FindOne(t.Context(), bson.D{{Key: "_id", Value: id}}).Raw()
+	stored, err := store.Collection(coll).FindOne(t.Context(), bson.D{{Key: "_id", Value: id}}).Raw()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -283,12 +283,12 @@ func TestEventsUnfanned(t *testing.T) {
 func TestEventTargetsStoredAsAnArray(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	raw, store := rawStore(t)
+	store := rawStore(t)
 	repo := mongo.NewEvents(store)
 	gen := ids.NewGenerator(nil)
 	id, d1, d2 := gen.New(ids.Event), gen.New(domain.DeliveryIDPrefix), gen.New(domain.DeliveryIDPrefix)
 	created := time.Now().UTC().Truncate(time.Second)
-	if _, err := raw.Collection(mongo.EventsCollection).InsertOne(ctx, bson.D{
+	if _, err := store.Collection(mongo.EventsCollection).InsertOne(ctx, bson.D{
 		{Key: "_id", Value: id}, {Key: "version", Value: int64(1)}, {Key: "id", Value: id},
 		{Key: "type", Value: "payment_request.failed"}, {Key: "account", Value: "acct_1"}, {Key: "api_version", Value: "2024-06-01"},
 		{Key: "created", Value: created.Unix()}, {Key: "livemode", Value: false}, {Key: "object", Value: `{"id":"pr_1"}`},
@@ -313,7 +313,7 @@ func TestEventTargetsStoredAsAnArray(t *testing.T) {
 	if err := repo.SetDeliveryStatus(ctx, id, d2, domain.DeliverySucceeded); err != nil {
 		t.Fatal(err)
 	}
-	storedPacked(t, raw, mongo.EventsCollection, id, "targets")
+	storedPacked(t, store, mongo.EventsCollection, id, "targets")
 	want[1].Status = domain.DeliverySucceeded
 	if rec, err = repo.Load(ctx, id); err != nil || !slices.Equal(rec.Targets, want) || rec.PendingWebhooks() != 0 || !rec.DeliverySuccess() {
 		t.Fatalf("after the rewrite: %+v, %v", rec, err)
