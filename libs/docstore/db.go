@@ -201,7 +201,7 @@ func (mongoDB) idempotencyIndex() mongo.IndexModel {
 // read is what is stored, and writes by _id alone are correct. SQLite has one writer per
 // database, and a write costs much less in a batch than alone, so writes are group-committed. It
 // uses no secondary index for a query (only unique indexes are worth their cost on every
-// write), and refuses TTL indexes.
+// write), refuses TTL indexes, and stores large packed arrays compressed (compressPacked).
 type embedded struct{}
 
 func (embedded) multiProcess() bool            { return false }
@@ -267,14 +267,26 @@ type grouped struct {
 func (w grouped) insert(ctx context.Context, docs []bson.Raw) []error {
 	models := make([]mongo.WriteModel, len(docs))
 	for i, d := range docs {
-		models[i] = mongo.NewInsertOneModel().SetDocument(d)
+		stored, err := compressPacked(d)
+		if err != nil {
+			errs := make([]error, len(docs))
+			for j := range errs {
+				errs[j] = err
+			}
+			return errs
+		}
+		models[i] = mongo.NewInsertOneModel().SetDocument(stored)
 	}
 	return w.batch.writeAll(ctx, models)
 }
 
 func (w grouped) replace(ctx context.Context, id string, _ int64, doc bson.Raw) (bool, error) {
+	stored, err := compressPacked(doc)
+	if err != nil {
+		return false, err
+	}
 	// By _id alone, which also makes the write safe to repeat, as the batcher may.
-	err := w.batch.write(ctx, mongo.NewReplaceOneModel().SetFilter(byID(id)).SetReplacement(doc))
+	err = w.batch.write(ctx, mongo.NewReplaceOneModel().SetFilter(byID(id)).SetReplacement(stored))
 	if errors.Is(err, errNoMatch) {
 		return false, nil
 	}

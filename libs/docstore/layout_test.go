@@ -105,3 +105,42 @@ func TestEmbeddedDatabase(t *testing.T) {
 		seen = append(seen, got)
 	}
 }
+
+// TestPackedStoredForm: the embedded store keeps a large packed array compressed (binary
+// subtype 0x81) and MongoDB as it is (0x80); either reads back the same.
+func TestPackedStoredForm(t *testing.T) {
+	type line struct {
+		Text string `bson:"text"`
+	}
+	type ledger struct {
+		docstore.Meta `bson:",inline"`
+		Lines         docstore.Packed[line] `bson:"lines"`
+	}
+	ctx := t.Context()
+	db, err := docstore.Open(ctx, testkit.MongoDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines docstore.Packed[line]
+	for i := range 40 {
+		lines = append(lines, line{Text: strings.Repeat("rent for unit 4b ", 3) + string(rune('a'+i%26))})
+	}
+	c := docstore.NewCollection[ledger](db, "ledgers", docstore.Options{})
+	if _, err := c.Insert(ctx, ledger{Meta: docstore.Meta{ID: "led_1"}, Lines: lines}); err != nil {
+		t.Fatal(err)
+	}
+	stored, err := db.Collection("ledgers").FindOne(ctx, bson.D{{Key: "_id", Value: "led_1"}}).Raw()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := byte(0x80)
+	if !db.MultiProcess() {
+		want = 0x81
+	}
+	if sub, _ := stored.Lookup("lines").Binary(); sub != want {
+		t.Errorf("lines stored with subtype %#x, want %#x", sub, want)
+	}
+	if got, err := c.Current(ctx, "led_1"); err != nil || !slices.Equal(got.Lines, lines) {
+		t.Errorf("read back %d lines, %v", len(got.Lines), err)
+	}
+}

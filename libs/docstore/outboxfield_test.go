@@ -1,7 +1,9 @@
 package docstore
 
 import (
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -59,13 +61,67 @@ func TestEntriesStoredForm(t *testing.T) {
 	if err := bson.Unmarshal(raw, &back); err != nil || back.Outbox != nil {
 		t.Fatalf("null outbox: %v %+v", err, back.Outbox)
 	}
-	for _, bad := range []any{"text", bson.Binary{Subtype: 0, Data: []byte{1}}} {
+	for _, bad := range []any{"text", bson.Binary{Subtype: 0, Data: []byte{1}}, bson.Binary{Subtype: packedCompressedSubtype, Data: []byte{1, 2, 3}}} {
 		raw, _ = bson.Marshal(bson.D{{Key: "_id", Value: "x_4"}, {Key: "outbox", Value: bad}})
 		if err := bson.Unmarshal(raw, &back); err == nil {
 			t.Errorf("outbox %v decoded without an error", bad)
 		}
 		if _, err := entryIDs(bson.Raw(raw).Lookup("outbox")); err == nil {
 			t.Errorf("entryIDs(%v) without an error", bad)
+		}
+	}
+}
+
+// The embedded store keeps a packed array of compressAbove bytes or more compressed: it reads
+// back the same, and its entries' ids read without decoding them; a smaller one, and any other
+// binary value, are stored as they are.
+func TestPackedCompressedForm(t *testing.T) {
+	type doc struct {
+		ID     string      `bson:"_id"`
+		Outbox Entries     `bson:"outbox,omitempty"`
+		Blob   bson.Binary `bson:"blob"`
+		N      int         `bson:"n"`
+	}
+	var entries Entries
+	var ids []string
+	for i := range 8 {
+		id := fmt.Sprintf("evt_%d", i)
+		ids = append(ids, id)
+		entries = append(entries, outbox.Doc{ID: id, Type: "payment_request.succeeded", Account: "acct_1", Created: int64(1790000000 + i),
+			Object: fmt.Sprintf(`{"id":"preq_%d","object":"payment_request","status":"succeeded","description":%q}`, i, strings.Repeat("rent ", 20))})
+	}
+	blob := bson.Binary{Subtype: 0, Data: []byte(strings.Repeat("b", 2*compressAbove))}
+	for _, tt := range []struct {
+		name    string
+		entries Entries
+		subtype byte
+	}{
+		{"large", entries, packedCompressedSubtype},
+		{"small", entries[:1], packedSubtype},
+	} {
+		d := doc{ID: "x_1", Outbox: tt.entries, Blob: blob, N: 7}
+		raw, err := bson.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored, err := compressPacked(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := stored.Lookup("outbox")
+		sub, data := v.Binary()
+		if sub != tt.subtype {
+			t.Fatalf("%s: stored with subtype %#x, want %#x", tt.name, sub, tt.subtype)
+		}
+		if _, plain := bson.Raw(raw).Lookup("outbox").Binary(); tt.subtype == packedCompressedSubtype && len(data) >= len(plain)/2 {
+			t.Errorf("%s: %d bytes compressed from %d", tt.name, len(data), len(plain))
+		}
+		var back doc
+		if err := bson.Unmarshal(stored, &back); err != nil || !reflect.DeepEqual(back, d) {
+			t.Fatalf("%s: round trip: %v %+v", tt.name, err, back)
+		}
+		if got, err := entryIDs(v); err != nil || !reflect.DeepEqual(got, ids[:len(tt.entries)]) {
+			t.Fatalf("%s: entryIDs = %v, %v", tt.name, got, err)
 		}
 	}
 }
