@@ -126,7 +126,6 @@ func BenchmarkOps(b *testing.B) {
 func BenchmarkPackedArray(b *testing.B) {
 	st := start(b, b.TempDir())
 	c := connect(b, st.URI())
-	ctx := context.Background()
 	obj := `{"id":"we_123","object":"webhook_endpoint","url":"https://127.0.0.1:9999/hook","description":"` + strings.Repeat("d", 60) + `","enabled_events":["*"],"status":"enabled","api_version":"2026-01-01","created":1790000000,"livemode":false,"metadata":{}}`
 	obj = obj + strings.Repeat(" ", 1200-len(obj))
 	targets := bson.A{}
@@ -151,35 +150,42 @@ func BenchmarkPackedArray(b *testing.B) {
 		return append(d, bson.E{Key: "pending_webhooks", Value: 0}, bson.E{Key: "delivery_success", Value: true}, bson.E{Key: "fanned_out", Value: v%2 == 0})
 	}
 	for _, pack := range []bool{false, true} {
-		coll := c.Database("bench").Collection(fmt.Sprintf("events_packed_%v", pack))
-		var seed []any
-		for i := 0; i < 3000; i++ {
-			seed = append(seed, event(fmt.Sprintf("seed%05d", i), 0, pack))
-		}
-		if _, err := coll.InsertMany(ctx, seed); err != nil {
-			b.Fatal(err)
-		}
-		time.Sleep(2 * time.Second) // the store's _id write-path index, as in steady state (idindex.go)
-		n := 0
-		b.Run(fmt.Sprintf("packed=%v/InsertOne", pack), func(b *testing.B) {
-			for b.Loop() {
-				n++
-				if _, err := coll.InsertOne(ctx, event(fmt.Sprintf("new%07d", n), 0, pack)); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-		b.Run(fmt.Sprintf("packed=%v/ReplaceOne", pack), func(b *testing.B) {
-			i := 0
-			for b.Loop() {
-				i++
-				id := fmt.Sprintf("seed%05d", i%3000)
-				if _, err := coll.ReplaceOne(ctx, bson.D{{Key: "_id", Value: id}}, event(id, i, pack)); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+		benchInsertReplace(b, c.Database("bench").Collection(fmt.Sprintf("events_packed_%v", pack)), fmt.Sprintf("packed=%v", pack),
+			func(id string, v int) bson.D { return event(id, v, pack) })
 	}
+}
+
+// benchInsertReplace seeds coll with 3,000 documents made by doc, then runs name/InsertOne (a
+// new document each time) and name/ReplaceOne (a seeded one by _id, at a new version).
+func benchInsertReplace(b *testing.B, coll *mongo.Collection, name string, doc func(id string, v int) bson.D) {
+	ctx := context.Background()
+	var seed []any
+	for i := 0; i < 3000; i++ {
+		seed = append(seed, doc(fmt.Sprintf("seed%05d", i), 0))
+	}
+	if _, err := coll.InsertMany(ctx, seed); err != nil {
+		b.Fatal(err)
+	}
+	time.Sleep(2 * time.Second) // the store's _id write-path index, as in steady state (idindex.go)
+	n := 0
+	b.Run(name+"/InsertOne", func(b *testing.B) {
+		for b.Loop() {
+			n++
+			if _, err := coll.InsertOne(ctx, doc(fmt.Sprintf("new%07d", n), 0)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run(name+"/ReplaceOne", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			i++
+			id := fmt.Sprintf("seed%05d", i%3000)
+			if _, err := coll.ReplaceOne(ctx, bson.D{{Key: "_id", Value: id}}, doc(id, i)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 // BenchmarkPackedCompressed measures a packed array stored as it is against the same array
@@ -189,7 +195,6 @@ func BenchmarkPackedArray(b *testing.B) {
 func BenchmarkPackedCompressed(b *testing.B) {
 	st := start(b, b.TempDir())
 	c := connect(b, st.URI())
-	ctx := context.Background()
 	entries := bson.A{}
 	for i := 0; i < 8; i++ {
 		obj := fmt.Sprintf(`{"id":"preq_%024d","object":"payment_request","amount":%d,"currency":"eur","status":"succeeded",`+
@@ -215,33 +220,7 @@ func BenchmarkPackedCompressed(b *testing.B) {
 			{Key: "outbox", Value: forms[compressed]}, {Key: "outbox_since", Value: nil}}
 	}
 	for _, compressed := range []bool{false, true} {
-		coll := c.Database("bench").Collection(fmt.Sprintf("requests_compressed_%v", compressed))
-		var seed []any
-		for i := 0; i < 3000; i++ {
-			seed = append(seed, request(fmt.Sprintf("seed%05d", i), 0, compressed))
-		}
-		if _, err := coll.InsertMany(ctx, seed); err != nil {
-			b.Fatal(err)
-		}
-		time.Sleep(2 * time.Second) // the store's _id write-path index, as in steady state (idindex.go)
-		n := 0
-		b.Run(fmt.Sprintf("compressed=%v/InsertOne", compressed), func(b *testing.B) {
-			for b.Loop() {
-				n++
-				if _, err := coll.InsertOne(ctx, request(fmt.Sprintf("new%07d", n), 0, compressed)); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-		b.Run(fmt.Sprintf("compressed=%v/ReplaceOne", compressed), func(b *testing.B) {
-			i := 0
-			for b.Loop() {
-				i++
-				id := fmt.Sprintf("seed%05d", i%3000)
-				if _, err := coll.ReplaceOne(ctx, bson.D{{Key: "_id", Value: id}}, request(id, i, compressed)); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+		benchInsertReplace(b, c.Database("bench").Collection(fmt.Sprintf("requests_compressed_%v", compressed)), fmt.Sprintf("compressed=%v", compressed),
+			func(id string, v int) bson.D { return request(id, v, compressed) })
 	}
 }
