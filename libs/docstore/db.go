@@ -116,8 +116,9 @@ func (d *DB) home(name, first string) *mongo.Database {
 var databaseName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,63}$`)
 
 // EmbeddedDatabase is the name of the database the embedded store keeps collection (or
-// bucket) coll of database db in: "<db>-<coll>", with a dot in coll written as a dash. A name FerretDB would refuse (longer than 63 characters, or another character) is
-// shortened to its first 46 characters and a hash of the whole.
+// bucket) coll of database db in: "<db>-<coll>", with a dot in coll written as a dash. A name
+// FerretDB would refuse (longer than 63 characters, or another character) is shortened to its
+// first 46 characters, others made underscores, and a hash of the whole.
 func EmbeddedDatabase(db, coll string) string {
 	name := db + "-" + strings.ReplaceAll(coll, ".", "-")
 	if databaseName.MatchString(name) {
