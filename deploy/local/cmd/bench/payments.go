@@ -79,8 +79,7 @@ type payBench struct {
 	st     *stack.Stack
 	cpu    *cpuMeter
 	rdb    *redis.Client
-	events *mongo.Collection // webhooks-svc's events, where they are counted
-	mongo  *mongo.Client     // the stack's store
+	events *mongo.Collection // webhooks-svc's events in the stack's store, where they are counted
 	out    io.Writer
 	client *fasthttp.Client
 	real   bool // a real Redis (REDIS_URL), where INFO memory exists
@@ -96,12 +95,13 @@ func benchPayments(ctx context.Context, st *stack.Stack, cpu *cpuMeter, s settin
 	}
 	b := &payBench{st: st, cpu: cpu, rdb: redis.NewClient(opt), out: stdout, client: load.NewClient(512), real: getenv("REDIS_URL") != ""}
 	defer b.rdb.Close()
-	if b.mongo, err = mongo.Connect(options.Client().ApplyURI(st.MongoURI)); err != nil {
+	storeClient, err := mongo.Connect(options.Client().ApplyURI(st.MongoURI))
+	if err != nil {
 		return err
 	}
-	defer b.mongo.Disconnect(context.WithoutCancel(ctx))
+	defer storeClient.Disconnect(context.WithoutCancel(ctx))
 	// Opened as webhooks-svc opens it, so that Collection finds the events where they are stored.
-	webhooksDB, err := docstore.Open(ctx, b.mongo.Database(st.DatabasePrefix+"webhooks"))
+	webhooksDB, err := docstore.Open(ctx, storeClient.Database(st.DatabasePrefix+"webhooks"))
 	if err != nil {
 		return err
 	}

@@ -8,8 +8,6 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"rentalplatform/embedded/testkit"
-	"rentalplatform/libs/docstore"
 	"rentalplatform/libs/listing"
 	"rentalplatform/libs/outbox/outboxtest"
 	"rentalplatform/libs/servicetest"
@@ -216,10 +214,7 @@ func TestChargeIDsRoundTrip(t *testing.T) {
 // without ids) reads the same, and its next write packs the log.
 func TestAttemptLogStoredAsAnArray(t *testing.T) {
 	ctx := t.Context()
-	store, err := docstore.Open(ctx, testkit.MongoDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := servicetest.Store(t)
 	repo := mongo.NewRequests(store, outboxtest.NewRelay(&outboxtest.Queue{}), nil)
 	if _, err := store.Collection(mongo.RequestsCollection).InsertOne(ctx, bson.D{
 		{Key: "_id", Value: "preq_old"}, {Key: "version", Value: int64(1)}, {Key: "account", Value: "acct_1"}, {Key: "livemode", Value: false},

@@ -10,7 +10,6 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"rentalplatform/embedded/testkit"
 	"rentalplatform/libs/docstore"
 	"rentalplatform/libs/ids"
 	"rentalplatform/libs/listing"
@@ -232,7 +231,7 @@ func TestDeliveryStore(t *testing.T) {
 func TestDeliveryStoredBeforeErrorCodes(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	store := rawStore(t)
+	store := servicetest.Store(t)
 	repo := mongo.NewDeliveries(store)
 	id := ids.NewGenerator(nil).New(domain.DeliveryIDPrefix)
 	at := time.Now().UTC().Truncate(time.Millisecond)
@@ -293,17 +292,6 @@ func TestDeliveryStoredBeforeErrorCodes(t *testing.T) {
 			t.Errorf("rewritten attempt %d: %v", i, a)
 		}
 	}
-}
-
-// rawStore returns a new database opened as the adapters' store, whose collections the tests
-// also write raw, as older versions stored documents (Collection says where each is).
-func rawStore(t *testing.T) *docstore.DB {
-	t.Helper()
-	store, err := docstore.Open(t.Context(), testkit.MongoDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return store
 }
 
 // storedPacked reads the document id of coll as stored and fails the test unless its field is

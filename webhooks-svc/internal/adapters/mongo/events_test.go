@@ -283,7 +283,7 @@ func TestEventsUnfanned(t *testing.T) {
 func TestEventTargetsStoredAsAnArray(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	store := rawStore(t)
+	store := servicetest.Store(t)
 	repo := mongo.NewEvents(store)
 	gen := ids.NewGenerator(nil)
 	id, d1, d2 := gen.New(ids.Event), gen.New(domain.DeliveryIDPrefix), gen.New(domain.DeliveryIDPrefix)
