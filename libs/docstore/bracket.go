@@ -2,7 +2,10 @@ package docstore
 
 import (
 	"context"
+	"fmt"
 	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"rentalplatform/libs/events"
 )
@@ -125,16 +128,7 @@ func (c *Collection[T]) applyHeld(ctx context.Context, id string, o *op[T]) {
 	select {
 	case workErr = <-done:
 		if workErr == nil {
-			b, a := beforeOp(), &op[T]{ctx: o.ctx, fn: h.after, lead: make(chan bool, 1)}
-			c.apply(ctx, id, []*op[T]{b, a})
-			switch {
-			case b.err != nil:
-				finish(b.doc, b.err)
-			case a.err != nil:
-				finish(b.doc, a.err)
-			default:
-				finish(a.doc, nil)
-			}
+			finish(c.storeHeld(ctx, id, trial, raised, &op[T]{ctx: o.ctx, fn: h.after}))
 			return
 		}
 	case <-timer.C:
@@ -146,6 +140,55 @@ func (c *Collection[T]) applyHeld(ctx context.Context, id string, o *op[T]) {
 		b.err = workErr
 	}
 	finish(b.doc, b.err)
+}
+
+// storeHeld stores before and after by one write, once work has ended within the hold: after
+// is applied to trial (before's result), which is still what is stored plus before, since the
+// document was held. This is the general way (apply) minus what it redoes for a batch: it
+// decodes the stored copy, encodes the document after each change (to find a batch that
+// changed nothing; a claim always changes something) and decodes the stored result for every
+// op but the first. In payments-svc an attempt's write decoded its request three
+// times and encoded it four times; now once and twice.
+//
+// A write that does not land, which only another process's write to the document can cause,
+// is the collection's Conflict error: the caller runs the Bracket again (its work must be
+// safe to do again, as for a crash).
+func (c *Collection[T]) storeHeld(ctx context.Context, id string, trial T, raised []events.Event, after *op[T]) (T, error) {
+	box, err := c.entries(after.ctx, raised)
+	if err != nil {
+		return trial, err
+	}
+	// trial encoded, to go back to when after fails: after may have changed what trial shares
+	// with the copy it is given (a slice's elements, a map).
+	undo, err := bson.Marshal(&trial)
+	if err != nil {
+		return trial, fmt.Errorf("encode %s %s: %w", c.coll.Name(), id, err)
+	}
+	doc := trial
+	failed := c.applyOne(&doc, after, id, &box)
+	if failed != nil {
+		// before alone, as the general way stores it when after fails
+		if doc, err = c.decode(undo); err != nil {
+			return doc, err
+		}
+	}
+	var applied []byte
+	if metaOf(&doc).Deleted { // its removal reports the document as applied
+		if applied, err = bson.Marshal(&doc); err != nil {
+			return doc, fmt.Errorf("encode %s %s: %w", c.coll.Name(), id, err)
+		}
+	}
+	o := &op[T]{ctx: after.ctx, fn: after.fn}
+	landed, err := c.write(context.WithoutCancel(ctx), id, &doc, applied, box, []*op[T]{o})
+	switch {
+	case err != nil:
+		return doc, err
+	case !landed:
+		return doc, c.conflict()
+	case failed != nil:
+		return o.doc, failed
+	}
+	return o.doc, nil
 }
 
 // tryBefore returns the document as before leaves it, without storing it, and the events

@@ -6,8 +6,6 @@ import (
 	"github.com/klauspost/compress/s2"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
-
-	"rentalplatform/libs/outbox"
 )
 
 // Packed is an array stored as one binary value holding the BSON of its elements ({e: [...]}),
@@ -151,11 +149,6 @@ func (p *Packed[T]) UnmarshalBSONValue(t byte, data []byte) error {
 	}
 	return fmt.Errorf("docstore: a packed array stored as %s", bson.Type(t))
 }
-
-// Entries is an aggregate's outbox as it is stored: packed, since every entry carries its
-// event's whole object, which makes the outbox most of a busy aggregate's document. No query
-// reads inside it (the relay's scan filters on outbox_since).
-type Entries = Packed[outbox.Doc]
 
 // entryIDs returns the ids of the entries of a stored outbox value, without decoding their
 // objects (in either stored form).
