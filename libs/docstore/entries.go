@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"strconv"
+	"strings"
 	"unsafe"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -66,6 +67,10 @@ func (e *Entries) UnmarshalBSONValue(t byte, data []byte) error {
 	if bson.Type(t) == bson.TypeBinary {
 		if sub, bin, _, ok := bsoncore.ReadBinary(data); ok {
 			if raw, err := unpack(sub, bin); err == nil {
+				if sub == packedSubtype {
+					// raw is the caller's buffer; a decompressed one is new already.
+					raw = bytes.Clone(raw)
+				}
 				if docs, ok := decodeEntries(raw); ok {
 					*e = docs
 					return nil
@@ -133,10 +138,10 @@ func appendNonEmpty(dst []byte, key, s string) []byte {
 // decodeEntries decodes {e: [entry, ...]}, each entry as appendEntry writes it (fields missing
 // or unknown are fine, as for the driver). ok is false for anything else, such as a field of
 // another type than the one written: Packed's decoder, the driver's, handles that.
+//
+// The entries' strings point into raw (see str), one allocation for all of them rather than
+// one each: raw must be a buffer of the caller's that nothing writes to afterwards.
 func decodeEntries(raw bson.Raw) (_ []outbox.Doc, ok bool) {
-	// The entries' strings share one copy of raw (see str): two allocations for an outbox
-	// rather than one per string.
-	raw = bytes.Clone(raw)
 	rest, ok := docBody(raw)
 	if !ok {
 		return nil, false
@@ -192,44 +197,57 @@ func decodeEntry(doc bsoncore.Document, d *outbox.Doc) bool {
 		if el, rest, ok = bsoncore.ReadElement(rest); !ok {
 			return false
 		}
-		v := el.Value()
-		switch el.Key() {
-		case "id":
-			d.ID, ok = str(v)
-		case "type":
-			d.Type, ok = str(v)
-		case "account":
-			d.Account, ok = str(v)
-		case "api_version":
-			d.APIVersion, ok = str(v)
-		case "created":
-			d.Created, ok = v.Int64OK()
-		case "livemode":
-			d.Livemode, ok = v.BooleanOK()
-		case "request_id":
-			d.RequestID, ok = stringPtr(v)
-		case "idempotency_key":
-			d.IdempotencyKey, ok = stringPtr(v)
-		case "object":
-			d.Object, ok = str(v)
-		case "previous":
-			d.Previous, ok = str(v)
-		case "traceparent":
-			d.Traceparent, ok = str(v)
-		case "tracestate":
-			d.Tracestate, ok = str(v)
-		case "destination_url":
-			d.DestinationURL, ok = str(v)
-		case "destination_secret":
-			d.DestinationSecret, ok = str(v)
-		default:
-			// the driver ignores a field the struct does not have
+		key := el.Key()
+		known, ok := decodeField(d, key, el.Value())
+		if lower := strings.ToLower(key); !known && lower != key {
+			// The driver takes a field whose name differs in case only (FuzzEntriesDecode
+			// found one): left to it.
+			known, _ = decodeField(&outbox.Doc{}, lower, el.Value())
+			ok = !known
 		}
 		if !ok {
 			return false
 		}
 	}
 	return len(rest) == 1
+}
+
+// decodeField sets the field of d named key from v; known is false for a name outbox.Doc does
+// not have (which the driver ignores), ok false for a value of another type than written.
+func decodeField(d *outbox.Doc, key string, v bsoncore.Value) (known, ok bool) {
+	switch key {
+	case "id":
+		d.ID, ok = str(v)
+	case "type":
+		d.Type, ok = str(v)
+	case "account":
+		d.Account, ok = str(v)
+	case "api_version":
+		d.APIVersion, ok = str(v)
+	case "created":
+		d.Created, ok = v.Int64OK()
+	case "livemode":
+		d.Livemode, ok = boolean(v)
+	case "request_id":
+		d.RequestID, ok = stringPtr(v)
+	case "idempotency_key":
+		d.IdempotencyKey, ok = stringPtr(v)
+	case "object":
+		d.Object, ok = str(v)
+	case "previous":
+		d.Previous, ok = str(v)
+	case "traceparent":
+		d.Traceparent, ok = str(v)
+	case "tracestate":
+		d.Tracestate, ok = str(v)
+	case "destination_url":
+		d.DestinationURL, ok = str(v)
+	case "destination_secret":
+		d.DestinationSecret, ok = str(v)
+	default:
+		return false, true
+	}
+	return true, ok
 }
 
 func stringPtr(v bsoncore.Value) (*string, bool) {
@@ -243,8 +261,17 @@ func stringPtr(v bsoncore.Value) (*string, bool) {
 	return &s, true
 }
 
+// boolean returns the boolean v holds, refusing a byte other than 0 and 1 as the driver does
+// (bsoncore's BooleanOK takes any byte; FuzzEntriesDecode found it).
+func boolean(v bsoncore.Value) (bool, bool) {
+	if v.Type != bsoncore.TypeBoolean || len(v.Data) < 1 || v.Data[0] > 1 {
+		return false, false
+	}
+	return v.Data[0] == 1, true
+}
+
 // str returns the string v holds without copying it: it points into the buffer v was read
-// from, which decodeEntries copied for its entries alone and nothing writes to.
+// from, which decodeEntries's caller gave it for its entries alone.
 func str(v bsoncore.Value) (string, bool) {
 	if v.Type != bsoncore.TypeString {
 		return "", false

@@ -87,6 +87,7 @@ func TestEntriesDecodeOtherLayouts(t *testing.T) {
 	}{
 		{"created as int32", bson.TypeBinary, box(bson.D{{Key: "id", Value: "evt_1"}, {Key: "created", Value: int32(7)}}), Entries{{ID: "evt_1", Created: 7}}},
 		{"unknown field", bson.TypeBinary, box(bson.D{{Key: "id", Value: "evt_1"}, {Key: "later", Value: 3.5}}), Entries{{ID: "evt_1"}}},
+		{"a name in another case", bson.TypeBinary, box(bson.D{{Key: "id", Value: "evt_1"}, {Key: "CreAted", Value: int64(9)}}), Entries{{ID: "evt_1", Created: 9}}},
 		{"null string", bson.TypeBinary, box(bson.D{{Key: "id", Value: "evt_1"}, {Key: "object", Value: nil}}), Entries{{ID: "evt_1"}}},
 	}
 	for _, tt := range tests {
@@ -107,7 +108,7 @@ func FuzzEntriesDecode(f *testing.F) {
 		f.Add(bin)
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		got, ok := decodeEntries(raw)
+		got, ok := decodeEntries(bytes.Clone(raw))
 		if !ok {
 			return
 		}
