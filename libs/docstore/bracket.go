@@ -178,17 +178,14 @@ func (c *Collection[T]) storeHeld(ctx context.Context, id string, trial T, raise
 			return doc, fmt.Errorf("encode %s %s: %w", c.coll.Name(), id, err)
 		}
 	}
-	o := &op[T]{ctx: after.ctx, fn: after.fn}
-	landed, err := c.write(context.WithoutCancel(ctx), id, &doc, applied, box, []*op[T]{o})
+	landed, err := c.write(context.WithoutCancel(ctx), id, &doc, applied, box, []*op[T]{after})
 	switch {
 	case err != nil:
 		return doc, err
 	case !landed:
 		return doc, c.conflict()
-	case failed != nil:
-		return o.doc, failed
 	}
-	return o.doc, nil
+	return after.doc, failed
 }
 
 // tryBefore returns the document as before leaves it, without storing it, and the events
