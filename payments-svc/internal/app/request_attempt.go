@@ -70,7 +70,12 @@ func (s *Service) RunAttempt(ctx context.Context, id string, n int) error {
 	}
 	if outcome == domain.OutcomeRetrying {
 		next, due := r.Scheduled()
-		if _, err := s.Scheduler.Schedule(ctx, id, next, due); err != nil {
+		// Not bounded by this run's deadline: the outcome is recorded, and a run that used
+		// its time charging (a slow processor, a busy machine) must still queue its retry,
+		// which the reconciler would otherwise queue only once it is overdue (seen in a
+		// fresh-clone CI run: 5 of 100 retries missing, "context deadline exceeded"). The
+		// Redis client's own timeouts bound the call.
+		if _, err := s.Scheduler.Schedule(context.WithoutCancel(ctx), id, next, due); err != nil {
 			// Recorded, so not lost: the reconciler queues it once it is overdue.
 			s.Log.WarnContext(ctx, "queueing the next attempt failed; the reconciler will",
 				"payment_request", id, "attempt", next, "error", err.Error())
