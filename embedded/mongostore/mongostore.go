@@ -53,6 +53,7 @@ type Store struct {
 	indexed   chan struct{} // closed when maintainDatabases (indexes, checkpoints) has stopped
 	listener  net.Listener  // the write gate's, where clients connect
 	relayed   chan struct{} // closed when the write gate has closed every connection
+	lock      *os.File      // holds the directory's lock (dirlock_unix.go) until Close
 }
 
 // newMu serialises ferretdb.New, which writes a process-wide variable
@@ -86,6 +87,17 @@ func Start(ctx context.Context, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("mongostore: create dir %q: %w", dir, err)
 	}
 
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	started := false
+	defer func() {
+		if !started && lock != nil {
+			lock.Close()
+		}
+	}()
+
 	addr := opts.Addr
 	if addr == "" {
 		addr = "127.0.0.1:0"
@@ -95,6 +107,14 @@ func Start(ctx context.Context, opts Options) (*Store, error) {
 		handler = opts.Logger.Handler()
 	}
 	logger := slog.New(newLazyHandler(handler))
+	// What the repair mends is worth an operator's notice even where FerretDB's chatter is not.
+	repairLog := opts.Logger
+	if repairLog == nil {
+		repairLog = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	if err := repairDatabases(ctx, dir, repairLog); err != nil {
+		return nil, fmt.Errorf("mongostore: dir %q: %w", dir, err)
+	}
 
 	// FerretDB wants a "file:" URI naming a directory with a trailing slash;
 	// net/url escapes what needs it (spaces, for one).
@@ -145,7 +165,9 @@ func Start(ctx context.Context, opts Options) (*Store, error) {
 		done:     make(chan struct{}),
 		listener: ln,
 		relayed:  make(chan struct{}),
+		lock:     lock,
 	}
+	started = true // from here s.Close releases the lock
 	go func() {
 		defer close(s.done)
 		s.runErr = f.Run(runCtx)
@@ -218,6 +240,9 @@ func (s *Store) Close() error {
 			<-s.indexed
 		}
 		<-s.done
+		if s.lock != nil {
+			s.lock.Close()
+		}
 	})
 	if s.runErr != nil {
 		return fmt.Errorf("mongostore: FerretDB run: %w", s.runErr)
