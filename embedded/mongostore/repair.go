@@ -151,15 +151,8 @@ func repairDatabase(ctx context.Context, file string) (mends []string, err error
 		}
 		if !hasID {
 			// Recorded, but its creation did not finish (the _id index comes last).
-			empty, err := tableEmpty(ctx, db, c.table, exists(tables, c.table))
-			if err != nil {
-				return nil, err
-			}
-			if !empty {
-				return nil, fmt.Errorf("collection %q has no _id index but holds documents: not touched", c.name)
-			}
-			if _, err := db.ExecContext(ctx, fmt.Sprintf("DROP TABLE IF EXISTS %s", quote(c.table))); err != nil {
-				return nil, err
+			if err := dropEmptyTable(ctx, db, c.table, exists(tables, c.table)); err != nil {
+				return nil, fmt.Errorf("collection %q has no _id index: %w", c.name, err)
 			}
 			if _, err := db.ExecContext(ctx, fmt.Sprintf("DELETE FROM %s WHERE table_name = ?", quote(ferretMetadataTable)), c.table); err != nil {
 				return nil, err
@@ -198,15 +191,8 @@ func repairDatabase(ctx context.Context, file string) (mends []string, err error
 		if recorded[t.name] || dropped[t.name] {
 			continue
 		}
-		empty, err := tableEmpty(ctx, db, t.name, true)
-		if err != nil {
-			return nil, err
-		}
-		if !empty {
-			return nil, fmt.Errorf("table %q holds documents but no collection records it: not touched", t.name)
-		}
-		if _, err := db.ExecContext(ctx, fmt.Sprintf("DROP TABLE %s", quote(t.name))); err != nil {
-			return nil, err
+		if err := dropEmptyTable(ctx, db, t.name, true); err != nil {
+			return nil, fmt.Errorf("table %q is not recorded as a collection: %w", t.name, err)
 		}
 		mends = append(mends, fmt.Sprintf("dropped table %q of a collection whose creation did not finish (it held nothing)", t.name))
 	}
@@ -248,15 +234,20 @@ func sqliteObjects(ctx context.Context, db *sql.DB) ([]sqliteObject, error) {
 	return out, rows.Err()
 }
 
-// tableEmpty says whether table holds no row; a table that does not exist holds none.
-func tableEmpty(ctx context.Context, db *sql.DB, table string, exists bool) (bool, error) {
+// dropEmptyTable drops table if it holds no row, and refuses to touch it if it holds any. A
+// table that does not exist (exists false) holds none and is left as it is.
+func dropEmptyTable(ctx context.Context, db *sql.DB, table string, exists bool) error {
 	if !exists {
-		return true, nil
+		return nil
 	}
 	var one int
 	err := db.QueryRowContext(ctx, fmt.Sprintf("SELECT 1 FROM %s LIMIT 1", quote(table))).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return true, nil
+	switch {
+	case err == nil:
+		return errors.New("it holds documents: not touched")
+	case !errors.Is(err, sql.ErrNoRows):
+		return err
 	}
-	return false, err
+	_, err = db.ExecContext(ctx, fmt.Sprintf("DROP TABLE %s", quote(table)))
+	return err
 }
