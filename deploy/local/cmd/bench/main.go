@@ -106,7 +106,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	fs.DurationVar(&s.warmup, "warmup", 2*time.Second, "unmeasured load before each run")
 	fs.IntVar(&s.eventRate, "event-rate", 500, "events/s for the event-to-delivery latency run (the targets are at 500)")
 	fs.IntVar(&s.deliveryRate, "delivery-rate", 3000, "deliveries/s offered in the delivery throughput run (20 endpoints); the target is to sustain them all (0 skips the run)")
-	fs.StringVar(&s.only, "only", "", "run only 'gateway' (the edge comparison, then the gateway against webhooks-svc), 'edge' (the edge comparison alone), 'delivery', 'verification', 'payments' or 'collections'. "+
+	fs.StringVar(&s.only, "only", "", "run only 'gateway' (the edge comparison, then the gateway against webhooks-svc), 'edge' (the edge comparison alone), 'delivery', 'verification', 'payments' or 'collections', "+
+		"or several, comma-separated, in the whole run's order on one platform (-only gateway,delivery: the delivery runs after what the gateway section left, as in the whole run). "+
 		"The filtered lists (issue 31) are in three of them: sessions by email in 'verification' (over its sessions), requests by status in 'payments' (d), the two-filter case list in 'collections' (a); "+
 		"alone: -only payments -payment-requests 0 -payment-retries 0, -only collections -collection-uploads 0")
 	fs.StringVar(&s.edgeLogLevel, "edge-log-level", "info", "LOG_LEVEL of the gateway in the edge comparison (warn: without access logs)")
@@ -136,9 +137,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if !slices.Contains([]string{"", "gateway", "edge", "delivery", "verification", "payments", "collections"}, s.only) {
-		return fmt.Errorf("-only %q: want gateway, edge, delivery, verification, payments or collections", s.only)
+	sections := map[string]bool{}
+	if s.only != "" {
+		for _, name := range strings.Split(s.only, ",") {
+			if !slices.Contains([]string{"gateway", "edge", "delivery", "verification", "payments", "collections"}, name) {
+				return fmt.Errorf("-only %q: want gateway, edge, delivery, verification, payments or collections, or several of them comma-separated", s.only)
+			}
+			sections[name] = true
+		}
 	}
+	// runs reports whether the section is run: every one without -only.
+	runs := func(name string) bool { return s.only == "" || sections[name] }
 	if s.rounds < 1 {
 		return fmt.Errorf("-rounds %d: want at least 1", s.rounds)
 	}
@@ -180,32 +189,32 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	fmt.Fprintf(stdout, "CPU of the platform at rest, just after its start (every CPU-per-unit figure includes it):\n  %s\n", cpu.share(idle))
 
-	if s.only == "" || s.only == "gateway" || s.only == "edge" {
+	if runs("gateway") || runs("edge") {
 		if err := benchEdge(ctx, st, s, root, dataDir, logFile, stdout); err != nil {
 			return err
 		}
 	}
-	if s.only == "" || s.only == "gateway" {
+	if runs("gateway") {
 		if err := benchGateway(ctx, st, cpu, s, getenv, stdout); err != nil {
 			return err
 		}
 	}
-	if s.only == "" || s.only == "delivery" {
+	if runs("delivery") {
 		if err := benchDeliveries(ctx, st, cpu, s, stdout); err != nil {
 			return err
 		}
 	}
-	if s.only == "" || s.only == "verification" {
+	if runs("verification") {
 		if err := benchVerification(ctx, st, cpu, s, getenv, stdout); err != nil {
 			return err
 		}
 	}
-	if s.only == "" || s.only == "payments" {
+	if runs("payments") {
 		if err := benchPayments(ctx, st, cpu, s, getenv, stdout); err != nil {
 			return err
 		}
 	}
-	if s.only == "" || s.only == "collections" {
+	if runs("collections") {
 		return benchCollections(ctx, st, cpu, s, getenv, stdout)
 	}
 	return nil
