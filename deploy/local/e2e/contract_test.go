@@ -36,6 +36,7 @@ func TestMain(m *testing.M) {
 	http.DefaultClient.Transport = ct
 	code := m.Run()
 	programs.remove()
+	launcherBuild.remove()
 	if ct.used() {
 		full := flag.Lookup("test.run").Value.String() == "" && !testing.Short()
 		var report bytes.Buffer

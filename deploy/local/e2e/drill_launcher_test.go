@@ -41,6 +41,7 @@ func TestDrillPlatformKilledWithWritesInFlight(t *testing.T) {
 	env := func() map[string]string {
 		return merged(deliveryEnv("1s,2s,3s"), gatewayLimitsOff, map[string]string{"GATEWAY_ADDR": "127.0.0.1:0", "ADMIN_ADDR": "127.0.0.1:0"})
 	}
+	seedPrograms(t, dataDir)
 	first := startLauncher(t, bin, dataDir, env())
 	first.running(t)
 	key := first.devKey(t)

@@ -33,13 +33,13 @@ type launcher struct {
 	adminURL   string
 }
 
-// buildLauncher builds the launcher as `make run` does, into a folder of the test.
+// buildLauncher returns the launcher as `make run` builds it (the suite builds it once).
 func buildLauncher(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("end-to-end: builds and starts the whole stack")
 	}
-	return goBuild(t, "./deploy/local", "rental-local")
+	return filepath.Join(launcherBuild.folder(t, repoRoot(t)), "rental-local")
 }
 
 // goBuild builds the package pkg of the repository (as `go build` at its root) into a
@@ -259,6 +259,7 @@ func TestLauncherKilledTakesItsProgramsAlong(t *testing.T) {
 	}
 	bin := buildLauncher(t)
 	dataDir := t.TempDir()
+	seedPrograms(t, dataDir)
 	first := startLauncher(t, bin, dataDir, map[string]string{"GATEWAY_ADDR": "127.0.0.1:0", "ADMIN_ADDR": "127.0.0.1:0"})
 	first.running(t)
 	programs := first.programs(t)
@@ -301,7 +302,9 @@ func TestLaunchersSideBySide(t *testing.T) {
 	bin := buildLauncher(t)
 	var ls []*launcher
 	for range 2 {
-		l := startLauncher(t, bin, t.TempDir(), map[string]string{"GATEWAY_ADDR": freeAddr(t), "ADMIN_ADDR": freeAddr(t)})
+		dataDir := t.TempDir()
+		seedPrograms(t, dataDir)
+		l := startLauncher(t, bin, dataDir, map[string]string{"GATEWAY_ADDR": freeAddr(t), "ADMIN_ADDR": freeAddr(t)})
 		ls = append(ls, l)
 	}
 	for _, l := range ls {
@@ -366,6 +369,7 @@ func TestIdempotencyKeptAcrossRestart(t *testing.T) {
 	}
 	body := fmt.Sprintf(`{"url":%q,"enabled_events":[%q],"description":"readme retried"}`, publicURL, quietType)
 
+	seedPrograms(t, dataDir)
 	first := startLauncher(t, bin, dataDir, env())
 	first.running(t)
 	key := first.devKey(t)

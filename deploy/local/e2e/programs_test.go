@@ -3,7 +3,11 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -14,17 +18,34 @@ import (
 // programs is the suite's one build of the five programs, which every stack it starts runs
 // (stack.Options.Programs): the suite starts some thirty stacks, and linking the programs
 // again for each cost about 20 s of CPU a stack, minutes of the suite on two cores. The
-// launcher tests still build their own, as `make run` does.
-var programs = &suiteBuild{}
+// launcher tests start the launcher, which builds its own as `make run` does; seedPrograms
+// spares them the link where the build is not what they test.
+var programs = &suiteBuild{build: func(ctx context.Context, root, dir string, out *bytes.Buffer) error {
+	return stack.Build(ctx, root, dir, out)
+}}
 
-// suiteBuild builds the programs once, at the first stack started, into a folder of its own.
+// launcherBuild is the suite's one build of the launcher (`make run`'s bin/rental-local), which
+// every launcher test starts.
+var launcherBuild = &suiteBuild{build: func(ctx context.Context, root, dir string, out *bytes.Buffer) error {
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, "rental-local"), "./deploy/local")
+	cmd.Dir = root
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("go build ./deploy/local: %w\n%s", err, out)
+	}
+	return nil
+}}
+
+// suiteBuild builds once, at the first test that asks, into a folder of its own.
 type suiteBuild struct {
+	build func(ctx context.Context, root, dir string, out *bytes.Buffer) error
+
 	once sync.Once
 	dir  string
 	err  error
 }
 
-// folder returns the folder of the programs built from the repository at root.
+// folder returns the folder of what was built from the repository at root.
 func (b *suiteBuild) folder(t *testing.T, root string) string {
 	t.Helper()
 	b.once.Do(func() {
@@ -34,10 +55,10 @@ func (b *suiteBuild) folder(t *testing.T, root string) string {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
 		var out bytes.Buffer
-		b.err = stack.Build(ctx, root, b.dir, &out)
+		b.err = b.build(ctx, root, b.dir, &out)
 	})
 	if b.err != nil {
-		t.Fatalf("building the programs: %v", b.err)
+		t.Fatalf("building: %v", b.err)
 	}
 	return b.dir
 }
@@ -47,4 +68,40 @@ func (b *suiteBuild) remove() {
 	if b.dir != "" {
 		_ = os.RemoveAll(b.dir)
 	}
+}
+
+// seedPrograms puts the suite's build of the five programs (hard links, or copies) where the
+// launcher of dataDir builds its own, DATA_DIR/bin, before its first start. The launcher still
+// runs its `go build`, which finds them up to date (the same sources and settings give the same
+// build ids) and leaves them as they are instead of linking them again: 17 s of CPU a start.
+// Should they differ (another Go, other settings), it links them as always, replacing the
+// file rather than writing into it, so the suite's build is never changed.
+func seedPrograms(t *testing.T, dataDir string) {
+	t.Helper()
+	src := programs.folder(t, repoRoot(t))
+	dst := filepath.Join(dataDir, "bin")
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		from, to := filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())
+		if err := os.Link(from, to); err != nil && !errors.Is(err, os.ErrExist) {
+			if err := copyFile(from, to); err != nil {
+				t.Fatalf("seeding %s: %v", to, err)
+			}
+		}
+	}
+}
+
+// copyFile copies an executable.
+func copyFile(from, to string) error {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, b, 0o755)
 }
