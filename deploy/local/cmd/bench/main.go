@@ -169,6 +169,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	//
 	// The stores MONGODB_URI / REDIS_URL do not name run in a process of their own, given to the
 	// stack as external servers; it stops after the platform (deferred first).
+	if url := getenv("REDIS_URL"); url != "" {
+		if err := checkRedisFree(ctx, url); err != nil {
+			return err
+		}
+	}
 	stores, err := startStores(ctx, getenv, *storesProfile, stdout)
 	if err != nil {
 		return err
