@@ -4,6 +4,7 @@ package e2e
 // started again, side by side, and in the way of a taken address.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -47,12 +48,20 @@ func buildLauncher(t *testing.T) string {
 func goBuild(t *testing.T, pkg, name string) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), name)
-	cmd := exec.Command("go", "build", "-o", bin, pkg)
-	cmd.Dir = repoRoot(t)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building %s: %v\n%s", pkg, err, out)
+	if err := goBuildTo(context.Background(), repoRoot(t), pkg, bin); err != nil {
+		t.Fatal(err)
 	}
 	return bin
+}
+
+// goBuildTo builds the package pkg of the repository at root (as `go build` there) into bin.
+func goBuildTo(ctx context.Context, root, pkg, bin string) error {
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("building %s: %w\n%s", pkg, err, out)
+	}
+	return nil
 }
 
 func repoRoot(t *testing.T) string {

@@ -1,12 +1,10 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"fmt"
+	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -20,25 +18,19 @@ import (
 // again for each cost about 20 s of CPU a stack, minutes of the suite on two cores. The
 // launcher tests start the launcher, which builds its own as `make run` does; seedPrograms
 // spares them the link where the build is not what they test.
-var programs = &suiteBuild{build: func(ctx context.Context, root, dir string, out *bytes.Buffer) error {
-	return stack.Build(ctx, root, dir, out)
+var programs = &suiteBuild{build: func(ctx context.Context, root, dir string) error {
+	return stack.Build(ctx, root, dir, io.Discard)
 }}
 
 // launcherBuild is the suite's one build of the launcher (`make run`'s bin/rental-local), which
 // every launcher test starts.
-var launcherBuild = &suiteBuild{build: func(ctx context.Context, root, dir string, out *bytes.Buffer) error {
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, "rental-local"), "./deploy/local")
-	cmd.Dir = root
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("go build ./deploy/local: %w\n%s", err, out)
-	}
-	return nil
+var launcherBuild = &suiteBuild{build: func(ctx context.Context, root, dir string) error {
+	return goBuildTo(ctx, root, "./deploy/local", filepath.Join(dir, "rental-local"))
 }}
 
 // suiteBuild builds once, at the first test that asks, into a folder of its own.
 type suiteBuild struct {
-	build func(ctx context.Context, root, dir string, out *bytes.Buffer) error
+	build func(ctx context.Context, root, dir string) error
 
 	once sync.Once
 	dir  string
@@ -54,8 +46,7 @@ func (b *suiteBuild) folder(t *testing.T, root string) string {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
-		var out bytes.Buffer
-		b.err = b.build(ctx, root, b.dir, &out)
+		b.err = b.build(ctx, root, b.dir)
 	})
 	if b.err != nil {
 		t.Fatalf("building: %v", b.err)
