@@ -3,15 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
-
-// platformQueues are the asynq queues the platform's programs consume.
-var platformQueues = []string{"events", "payments", "webhooks", "verification"}
 
 // checkRedisFree refuses a REDIS_URL database that another platform is using, or in which an
 // earlier one left tasks that would run at once: the bench's platform would consume them (an
@@ -36,8 +34,14 @@ func checkRedisFree(ctx context.Context, url string) error {
 	if live > 0 {
 		return fmt.Errorf("%s is in use: %d asynq workers of another platform run on it (another bench, soak or `make run`); stop it or give the bench a database of its own", where, live)
 	}
+	// Every queue asynq has enqueued to on this database, the platform's and any other's.
+	queues, err := rdb.SMembers(ctx, "asynq:queues").Result()
+	if err != nil {
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	slices.Sort(queues)
 	var left []string
-	for _, q := range platformQueues {
+	for _, q := range queues {
 		n, err := queueLeft(ctx, rdb, q, false)
 		if err != nil {
 			return fmt.Errorf("%s: %w", where, err)

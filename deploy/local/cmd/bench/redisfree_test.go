@@ -21,6 +21,7 @@ func TestCheckRedisFree(t *testing.T) {
 	}{
 		{"empty", func(*miniredis.Miniredis) {}, ""},
 		{"only scheduled tasks", func(m *miniredis.Miniredis) {
+			_, _ = m.SetAdd("asynq:queues", "payments")
 			m.ZAdd("asynq:{payments}:scheduled", float64(now+86400), "t1")
 		}, ""},
 		{"a server that expired (killed)", func(m *miniredis.Miniredis) {
@@ -30,9 +31,11 @@ func TestCheckRedisFree(t *testing.T) {
 			m.ZAdd("asynq:servers", float64(now+30), "asynq:servers:{host:1:a}")
 		}, "in use: 1 asynq workers"},
 		{"pending events", func(m *miniredis.Miniredis) {
+			_, _ = m.SetAdd("asynq:queues", "events")
 			_, _ = m.Push("asynq:{events}:pending", "t1", "t2")
 		}, `2 in "events"`},
 		{"a retry of a payment", func(m *miniredis.Miniredis) {
+			_, _ = m.SetAdd("asynq:queues", "payments")
 			m.ZAdd("asynq:{payments}:retry", float64(now), "t1")
 		}, `1 in "payments"`},
 	}
