@@ -19,8 +19,12 @@ func spec() service.Spec {
 type Config struct {
 	config.Base
 	service.QueueConfig
-	// Concurrency is how many attempts run at once.
+	// Concurrency is how many queued attempts run at once.
 	Concurrency int
+	// InlineConcurrency is how many first attempts the process runs at once itself, handed by
+	// the creates, and InlineBacklog how many wait for them; beyond it, or with 0 runners,
+	// first attempts are queued (app.Config.InlineConcurrency).
+	InlineConcurrency, InlineBacklog int
 	// AttemptTimeout bounds one run of an attempt (every method charged); its claim on the
 	// request is taken for abandoned 30 s after that.
 	AttemptTimeout time.Duration
@@ -47,6 +51,8 @@ func loadConfig(getenv config.Getenv) (Config, error) {
 		Base:              base,
 		QueueConfig:       service.ReadQueueConfig(r),
 		Concurrency:       r.Int("PAYMENTS_CONCURRENCY", 50, 1, 10000),
+		InlineConcurrency: r.Int("PAYMENTS_INLINE_CONCURRENCY", 50, 0, 10000),
+		InlineBacklog:     r.Int("PAYMENTS_INLINE_BACKLOG", 1000, 0, 100000),
 		AttemptTimeout:    r.PositiveDuration("PAYMENTS_ATTEMPT_TIMEOUT", time.Minute),
 		CancelWait:        r.Duration("PAYMENTS_CANCEL_WAIT", 10*time.Second),
 		AdvanceWait:       r.Duration("PAYMENTS_ADVANCE_WAIT", 10*time.Second),

@@ -10,6 +10,7 @@ import (
 
 	"rentalplatform/libs/ids"
 	"rentalplatform/libs/service"
+	"rentalplatform/libs/telemetry"
 
 	asynqadapter "rentalplatform/payments-svc/internal/adapters/asynq"
 	"rentalplatform/payments-svc/internal/adapters/mongo"
@@ -66,11 +67,16 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		Now:        time.Now,
 		IDs:        gen,
 		Log:        log,
+		Detach:     telemetry.Detached,
 	}, app.Config{
 		ClaimTTL:       cfg.claimTTL(),
 		CancelWait:     cfg.CancelWait,
 		AdvanceWait:    cfg.AdvanceWait,
 		ReconcileGrace: cfg.ReconcileInterval,
+		// A first attempt run inline has the bound a queued one has (the scheduler's).
+		InlineConcurrency: cfg.InlineConcurrency,
+		InlineBacklog:     cfg.InlineBacklog,
+		AttemptTimeout:    cfg.AttemptTimeout,
 	})
 	httpport.Register(rt.App, svc)
 
@@ -89,6 +95,10 @@ func work(rt *service.Runtime, q *service.Queue, svc *app.Service, cfg Config) e
 		service.LinkedTraces(), service.RetryDelay(worker.RetryDelay)); err != nil {
 		return err
 	}
+	// The runners of first attempts (app.StartInline) stop before the worker and the queue's
+	// connections (shutdown steps run last-registered first), so what they did not start is
+	// queued; the HTTP server has stopped by then, so no create hands them any more.
+	rt.OnClose(svc.StartInline())
 	// The reconciler runs at once at start (what Redis lost while the service was down is
 	// queued again without waiting an interval), then every interval.
 	rt.Go(func(ctx context.Context) {

@@ -150,6 +150,13 @@ func (t *Telemetry) Extract(ctx context.Context, headers map[string]string) cont
 	return t.Propagator.Extract(ctx, propagation.MapCarrier(headers))
 }
 
+// Detached returns a context for work that outlives the request of ctx (it runs after the
+// answer): the trace of ctx, whose span becomes its parent, and nothing else of it, neither its
+// end nor its request-scoped values.
+func Detached(ctx context.Context) context.Context {
+	return trace.ContextWithSpanContext(context.Background(), trace.SpanContextFromContext(ctx))
+}
+
 // TraceID returns the id of the trace of the span in ctx, or "" when there is none.
 func TraceID(ctx context.Context) string {
 	sc := trace.SpanContextFromContext(ctx)

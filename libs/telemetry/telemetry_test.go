@@ -28,3 +28,27 @@ func TestPropagationThroughHeaders(t *testing.T) {
 		t.Fatal("trace id from an empty context")
 	}
 }
+
+func TestDetachedKeepsTheTraceOnly(t *testing.T) {
+	tel, err := Setup(context.Background(), Config{ServiceName: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tel.Shutdown(context.Background())
+	type key struct{}
+	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), key{}, "request-scoped"))
+	ctx, span := tel.TracerProvider.Tracer("test").Start(ctx, "create")
+	span.End()
+	cancel()
+
+	d := Detached(ctx)
+	if got, want := TraceID(d), TraceID(ctx); got == "" || got != want {
+		t.Errorf("detached trace %q, want %q", got, want)
+	}
+	if d.Err() != nil {
+		t.Errorf("detached context ended with its parent: %v", d.Err())
+	}
+	if d.Value(key{}) != nil {
+		t.Error("detached context kept a request-scoped value")
+	}
+}

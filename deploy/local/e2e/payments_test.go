@@ -49,9 +49,13 @@ func TestPayments(t *testing.T) {
 	t.Parallel()
 	// Redis behind a proxy the test can cut (the data stays, the network goes): the only
 	// deterministic way to keep a request pending is to keep its first attempt from being
-	// queued.
+	// queued. So first attempts are queued here, as payments-svc does when its own runners are
+	// off or full (PAYMENTS_INLINE_CONCURRENCY=0), rather than run by them at once; every other
+	// test of the suite (the payments drills among them) runs them inline, the default.
 	proxy, redisURL := redisBehindProxy(t)
-	p := startWith(t, stackConfig{env: deliveryEnv("1s,2s,3s"), redisURL: redisURL})
+	env := deliveryEnv("1s,2s,3s")
+	env["PAYMENTS_INLINE_CONCURRENCY"] = "0"
+	p := startWith(t, stackConfig{env: env, redisURL: redisURL})
 	t.Cleanup(func() { p.noDeaths(t) })
 
 	t.Run("api", func(t *testing.T) {

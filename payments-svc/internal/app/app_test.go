@@ -130,6 +130,14 @@ const claimTTL = 90 * time.Second
 
 func newFixture(t *testing.T, cancelWait time.Duration) *fixture {
 	t.Helper()
+	return newFixtureWith(t, app.Config{
+		ClaimTTL: claimTTL, CancelWait: cancelWait, AdvanceWait: time.Second, ReconcileGrace: time.Minute,
+	})
+}
+
+// newFixtureWith is newFixture with the engine's policy cfg.
+func newFixtureWith(t *testing.T, cfg app.Config) *fixture {
+	t.Helper()
 	db := servicetest.Store(t)
 	q := &outboxtest.Queue{}
 	relay := outboxtest.NewRelay(q)
@@ -150,9 +158,7 @@ func newFixture(t *testing.T, cancelWait time.Duration) *fixture {
 	svc := app.New(app.Deps{
 		Agreements: agreements, Requests: requests, Test: proc, Scheduler: sched,
 		Now: clk.Now, IDs: gen,
-	}, app.Config{
-		ClaimTTL: claimTTL, CancelWait: cancelWait, AdvanceWait: time.Second, ReconcileGrace: time.Minute,
-	})
+	}, cfg)
 	return &fixture{svc: svc, sched: sched, clock: clk, sim: sim, proc: proc, queue: q,
 		caller: identity.Identity{Account: "acct_1", RequestID: "req_1"}}
 }

@@ -24,7 +24,8 @@ type CreateRequest struct {
 }
 
 // CreateRequest validates the input and stores a pending request against the caller's active
-// agreement, with its payment_request.created event, and queues its first attempt at once.
+// agreement, with its payment_request.created event, and starts its first attempt at once (run
+// by this process when it can, else queued: request_inline.go).
 func (s *Service) CreateRequest(ctx context.Context, caller Caller, in CreateRequest) (*domain.Request, error) {
 	rs, err := s.createRequests(ctx, caller, []CreateRequest{in}, false)
 	if err != nil {
@@ -73,8 +74,9 @@ func (s *Service) createRequests(ctx context.Context, caller Caller, in []Create
 		out[i] = r
 	}
 	// A create retried under its Idempotency-Key (after a 502 or 504) gets the requests the
-	// first stored, and queues their first attempts again: that first request may have died
-	// between storing and queueing, and a task already queued makes the second a no-op (TaskID).
+	// first stored, and starts their open first attempts again: that first request may have
+	// died between storing and starting them, and an attempt that has run, or runs, makes the
+	// second a no-op (its claim; a task already queued, its TaskID).
 	out, err := s.Requests.Create(events.CausedBy(ctx, caller), out)
 	if err != nil {
 		return nil, err
@@ -84,11 +86,11 @@ func (s *Service) createRequests(ctx context.Context, caller Caller, in []Create
 		if n == 0 { // a replayed request that is settled: nothing left to run
 			continue
 		}
-		if _, err := s.Scheduler.Schedule(ctx, r.ID(), n, due); err != nil {
-			// Stored, so not lost: the reconciler queues the attempt once it is overdue.
-			s.Log.WarnContext(ctx, "queueing the first attempt failed; the reconciler will",
-				"payment_request", r.ID(), "error", err.Error())
+		// Run by this process when its runners can take it (request_inline.go), else queued.
+		if n == 1 && s.handInline(ctx, r.ID(), due) {
+			continue
 		}
+		s.queueFirstAttempt(ctx, r.ID(), due)
 	}
 	return out, nil
 }

@@ -42,6 +42,9 @@ type Deps struct {
 	Now      func() time.Time
 	IDs      *ids.Generator
 	Log      *slog.Logger
+	// Detach returns the context of work that outlives the request of ctx (a first attempt run
+	// inline): its trace and nothing else of it (telemetry.Detached). Nil: a context of its own.
+	Detach func(ctx context.Context) context.Context
 }
 
 // Config is the engine's policy.
@@ -58,6 +61,13 @@ type Config struct {
 	// ReconcileGrace is how late an attempt may be before the reconciler takes its task for
 	// lost and queues it again.
 	ReconcileGrace time.Duration
+	// InlineConcurrency is how many runners of this process run first attempts handed to them
+	// by the creates, from a backlog of InlineBacklog (request_inline.go, StartInline); 0
+	// queues every first attempt as a task.
+	InlineConcurrency, InlineBacklog int
+	// AttemptTimeout bounds an attempt run inline (a queued one has its task's timeout); 0:
+	// unbounded.
+	AttemptTimeout time.Duration
 }
 
 // Service runs the use cases.
@@ -66,6 +76,9 @@ type Service struct {
 	cfg Config
 	// fullPass: the queue lost its data and not every open request is queued again yet.
 	fullPass atomic.Bool
+	// inline runs first attempts in this process once StartInline is called; nil: every one is
+	// queued.
+	inline atomic.Pointer[inlineRunners]
 }
 
 // New returns the Service.
@@ -78,6 +91,9 @@ func New(deps Deps, cfg Config) *Service {
 	}
 	if deps.Outcomes == nil {
 		deps.Outcomes = noOutcomes{}
+	}
+	if deps.Detach == nil {
+		deps.Detach = func(context.Context) context.Context { return context.Background() }
 	}
 	return &Service{Deps: deps, cfg: cfg}
 }

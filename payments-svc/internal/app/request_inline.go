@@ -1,0 +1,169 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Inline first attempts (Config.InlineConcurrency).
+//
+// A request's first attempt is due the moment the request is stored. Queued as a task, it cost
+// three asynq scripts in Redis and three round trips (the enqueue by the create, the dequeue
+// and the done of the worker) and the wait for a worker to poll: a quarter of payments-svc's
+// CPU per collected payment under the payments bench. So the create hands its first attempts
+// to runners of this process: InlineConcurrency of them take the attempts in order from a
+// backlog of InlineBacklog, and an attempt that finds the backlog full (or the runners
+// stopped) is queued as before. Only first attempts: a retry is due a day or more later, and
+// the queue holds it until then.
+//
+// Nothing is lost with them. The request is stored before its attempt is handed over, so an
+// attempt that never runs (the process dies with it in the backlog, or half-way) leaves the
+// request open and overdue: the reconciler queues it once it is ReconcileGrace overdue, as it
+// does an attempt whose task Redis lost; a charge made before the death is made again under the
+// same idempotency key, which the processor answers without charging twice. An attempt that
+// must run again (its store or processor did not answer, another run holds it) is queued, and
+// the queue's retries take it from there. At shutdown, the attempts not started are queued.
+//
+// An inline attempt runs in the create's trace (the create's span is its parent, the attempt
+// starts as the create answers), where a queued one starts a trace of its own linked to it.
+
+// inlineAttempt is a first attempt handed to the runners.
+type inlineAttempt struct {
+	ctx     context.Context // the create's trace, nothing else of it (Deps.Detach)
+	request string
+	due     time.Time
+}
+
+// inlineRunners are the runners of first attempts and their backlog.
+type inlineRunners struct {
+	backlog chan inlineAttempt
+	stop    chan struct{}
+	running sync.WaitGroup
+
+	mu     sync.Mutex // guards closed, and the sends to backlog against its drain
+	closed bool
+}
+
+// StartInline starts the runners of first attempts (Config.InlineConcurrency of them) and
+// returns what stops them: the attempts running finish (until ctx ends), and those not started
+// are queued. Without a call, or with InlineConcurrency 0, every first attempt is queued.
+func (s *Service) StartInline() (stop func(ctx context.Context) error) {
+	if s.cfg.InlineConcurrency <= 0 {
+		return func(context.Context) error { return nil }
+	}
+	r := &inlineRunners{backlog: make(chan inlineAttempt, max(s.cfg.InlineBacklog, 0)), stop: make(chan struct{})}
+	for range s.cfg.InlineConcurrency {
+		r.running.Go(func() { s.runInline(r) })
+	}
+	s.inline.Store(r)
+	return func(ctx context.Context) error { return s.stopInline(ctx, r) }
+}
+
+// runInline is one runner: it runs the backlog's attempts until the runners stop.
+func (s *Service) runInline(r *inlineRunners) {
+	for {
+		// A stop wins over a waiting attempt: what is left is queued by stopInline.
+		select {
+		case <-r.stop:
+			return
+		default:
+		}
+		select {
+		case <-r.stop:
+			return
+		case a := <-r.backlog:
+			s.runFirstAttempt(a)
+		}
+	}
+}
+
+// handInline gives a first attempt to the runners, and reports whether they took it (false:
+// not started, stopped, or the backlog is full).
+func (s *Service) handInline(ctx context.Context, request string, due time.Time) bool {
+	r := s.inline.Load()
+	if r == nil {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return false
+	}
+	select {
+	case r.backlog <- inlineAttempt{ctx: s.Detach(ctx), request: request, due: due}:
+		return true
+	default:
+		return false
+	}
+}
+
+// runFirstAttempt runs a first attempt handed inline; one that must run again is queued.
+func (s *Service) runFirstAttempt(a inlineAttempt) {
+	ctx, cancel := context.WithCancel(a.ctx)
+	if s.cfg.AttemptTimeout > 0 {
+		ctx, cancel = context.WithTimeout(a.ctx, s.cfg.AttemptTimeout)
+	}
+	err := s.RunAttempt(ctx, a.request, 1)
+	cancel()
+	if err == nil {
+		return
+	}
+	at := s.Now()
+	if ra := (*RetryAt)(nil); errors.As(err, &ra) {
+		at = ra.At
+	} else {
+		s.Log.WarnContext(a.ctx, "collection attempt failed; it is queued to run again",
+			"payment_request", a.request, "attempt", 1, "error", err.Error())
+	}
+	s.queueFirstAttempt(a.ctx, a.request, at)
+}
+
+// queueFirstAttempt queues a request's first attempt for at; should that fail, the request is
+// stored and open, and the reconciler queues it once it is overdue.
+func (s *Service) queueFirstAttempt(ctx context.Context, request string, at time.Time) {
+	if _, err := s.Scheduler.Schedule(ctx, request, 1, at); err != nil {
+		s.Log.WarnContext(ctx, "queueing the first attempt failed; the reconciler will",
+			"payment_request", request, "error", err.Error())
+	}
+}
+
+// stopInline stops the runners: no attempt is taken any more, the running ones finish (until
+// ctx ends), and the backlog's are queued.
+func (s *Service) stopInline(ctx context.Context, r *inlineRunners) error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	close(r.stop)
+	r.mu.Unlock()
+
+	finished := make(chan struct{})
+	go func() { r.running.Wait(); close(finished) }()
+	var errs []error
+	select {
+	case <-finished:
+	case <-ctx.Done():
+		// Their requests stay open: the reconciler queues them once overdue.
+		errs = append(errs, fmt.Errorf("first attempts still running at shutdown: %w", ctx.Err()))
+	}
+	// No send can come any more (closed), so the backlog is what it holds now.
+	queued := 0
+	for drained := false; !drained; {
+		select {
+		case a := <-r.backlog:
+			s.queueFirstAttempt(ctx, a.request, a.due)
+			queued++
+		default:
+			drained = true
+		}
+	}
+	if queued > 0 {
+		s.Log.InfoContext(ctx, "queued the first attempts not started at shutdown", "attempts", queued)
+	}
+	return errors.Join(errs...)
+}
