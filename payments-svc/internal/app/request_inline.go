@@ -102,12 +102,13 @@ func (s *Service) handInline(ctx context.Context, request string, due time.Time)
 
 // runFirstAttempt runs a first attempt handed inline; one that must run again is queued.
 func (s *Service) runFirstAttempt(a inlineAttempt) {
-	ctx, cancel := context.WithCancel(a.ctx)
+	ctx := a.ctx
 	if s.cfg.AttemptTimeout > 0 {
+		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(a.ctx, s.cfg.AttemptTimeout)
+		defer cancel()
 	}
 	err := s.RunAttempt(ctx, a.request, 1)
-	cancel()
 	if err == nil {
 		return
 	}
