@@ -68,6 +68,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		IDs:        gen,
 		Log:        log,
 		Detach:     telemetry.Detached,
+		StartSpan:  telemetry.SpanStarter(rt.Tel.TracerProvider, "rentalplatform/payments-svc"),
 	}, app.Config{
 		ClaimTTL:       cfg.claimTTL(),
 		CancelWait:     cfg.CancelWait,

@@ -22,6 +22,7 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
@@ -155,6 +156,28 @@ func (t *Telemetry) Extract(ctx context.Context, headers map[string]string) cont
 // end nor its request-scoped values.
 func Detached(ctx context.Context) context.Context {
 	return trace.ContextWithSpanContext(context.Background(), trace.SpanContextFromContext(ctx))
+}
+
+// SpanStarter returns what starts the span of work a process runs on its own in a request's
+// trace (a payment's first attempt, run after the create answered): a span named name, of kind
+// internal, a child of the span in ctx, with attrs as key, value pairs of strings (a key without
+// a value is dropped). end ends it, recording err as its error when not nil.
+func SpanStarter(tp trace.TracerProvider, scope string) func(ctx context.Context, name string, attrs ...string) (context.Context, func(err error)) {
+	tracer := tp.Tracer(scope)
+	return func(ctx context.Context, name string, attrs ...string) (context.Context, func(error)) {
+		kv := make([]attribute.KeyValue, 0, len(attrs)/2)
+		for i := 0; i+1 < len(attrs); i += 2 {
+			kv = append(kv, attribute.String(attrs[i], attrs[i+1]))
+		}
+		ctx, span := tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(kv...))
+		return ctx, func(err error) {
+			if err != nil {
+				span.RecordError(err)
+				span.SetStatus(codes.Error, err.Error())
+			}
+			span.End()
+		}
+	}
 }
 
 // TraceID returns the id of the trace of the span in ctx, or "" when there is none.

@@ -2,7 +2,13 @@ package telemetry
 
 import (
 	"context"
+	"errors"
 	"testing"
+
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 )
 
 func TestPropagationThroughHeaders(t *testing.T) {
@@ -50,5 +56,35 @@ func TestDetachedKeepsTheTraceOnly(t *testing.T) {
 	}
 	if d.Value(key{}) != nil {
 		t.Error("detached context kept a request-scoped value")
+	}
+}
+
+func TestSpanStarter(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	defer tp.Shutdown(context.Background())
+	ctx, parent := tp.Tracer("test").Start(context.Background(), "create")
+	parent.End()
+
+	start := SpanStarter(tp, "test")
+	c, end := start(Detached(ctx), "run work", "work.id", "w_1", "dropped")
+	if got := trace.SpanContextFromContext(c); !got.IsValid() || got.SpanID() == parent.SpanContext().SpanID() {
+		t.Fatalf("the context holds span %v, want the new one", got)
+	}
+	end(errors.New("declined"))
+
+	spans := exp.GetSpans()
+	if len(spans) != 2 {
+		t.Fatalf("%d spans exported, want 2", len(spans))
+	}
+	s := spans[1]
+	if s.Name != "run work" || s.SpanKind != trace.SpanKindInternal || s.Parent.SpanID() != parent.SpanContext().SpanID() {
+		t.Errorf("span %q kind %v parent %v; want run work, internal, under create", s.Name, s.SpanKind, s.Parent.SpanID())
+	}
+	if len(s.Attributes) != 1 || string(s.Attributes[0].Key) != "work.id" || s.Attributes[0].Value.AsString() != "w_1" {
+		t.Errorf("attributes %v, want work.id=w_1 alone", s.Attributes)
+	}
+	if s.Status.Code != codes.Error || s.Status.Description != "declined" {
+		t.Errorf("status %v, want the error", s.Status)
 	}
 }

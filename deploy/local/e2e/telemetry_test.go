@@ -36,6 +36,7 @@ const (
 	kindClient   = tracepb.Span_SPAN_KIND_CLIENT
 	kindProducer = tracepb.Span_SPAN_KIND_PRODUCER
 	kindConsumer = tracepb.Span_SPAN_KIND_CONSUMER
+	kindInternal = tracepb.Span_SPAN_KIND_INTERNAL
 )
 
 func TestTelemetry(t *testing.T) {
@@ -135,8 +136,11 @@ func TestTelemetry(t *testing.T) {
 		checkEventChain(t, et, expiry, expired, rxURL.Port())
 	})
 
-	t.Run("payment attempt linked to the request", func(t *testing.T) {
-		pa := p.createAgreement(t, key, "tok_test_success")
+	t.Run("payment attempts: the first in the request's trace, a retry linked to it", func(t *testing.T) {
+		// A card that succeeds from attempt 2: attempt 1 (run by payments-svc's own runners,
+		// in the create's trace) is declined and queues attempt 2 as a task, which the advance
+		// test helper runs at once, in a trace of its own linked to that publish.
+		pa := p.createAgreement(t, key, "tok_test_succeed_from_attempt_2")
 		res := call(t, "POST", p.GatewayURL+"/v1/payment_requests", key,
 			map[string]any{"payment_agreement": pa["id"], "amount": 5000, "currency": "eur", "description": "rent"})
 		if res.Status != 200 {
@@ -144,36 +148,57 @@ func TestTelemetry(t *testing.T) {
 		}
 		id := idOf(res.Body["id"])
 		traceID, _ := traceparent(t, res.Header.Get("Traceparent"))
-		p.waitRequest(t, key, id, "succeeded", statusIs("succeeded"))
-		taskID := id + ":1"
-		all := col.WaitFor(t, "the attempt task's span", spanWait, func(s []span) bool {
-			return len(find(s, ofKind(kindConsumer), withAttr("messaging.message.id", taskID))) > 0
+		p.waitRequest(t, key, id, "waiting for attempt 2", retryScheduled)
+		retryTask := id + ":2"
+		isAttempt := func(s span) bool { return s.Name == "run payment_request:attempt" }
+		all := col.WaitFor(t, "the first attempt's span and the retry's publish", spanWait, func(s []span) bool {
+			return len(find(s, isAttempt, withAttr("payment_request.id", id))) > 0 &&
+				len(find(s, ofKind(kindProducer), withAttr("messaging.message.id", retryTask))) > 0
 		})
 		tr := find(all, func(s span) bool { return s.TraceID == traceID })
 		svc := one(t, "payments-svc's server span", tr, ofService("payments-svc"), ofKind(kindServer))
-		schedule := one(t, "the attempt's publish", tr, ofService("payments-svc"), ofKind(kindProducer), notDuplicate,
-			withAttr("messaging.destination.name", "payments"), withAttr("messaging.message.id", taskID))
-		if !newTree(tr).descends(schedule, svc) {
-			t.Errorf("the attempt's publish %s is not within the create's server span %s", schedule, svc)
+		attempt := one(t, "the first attempt's span", tr, ofService("payments-svc"), isAttempt, withAttr("payment_request.id", id))
+		if attempt.Parent != svc.SpanID || attempt.Kind != kindInternal || attempt.Attrs["payment_request.attempt"] != "1" {
+			t.Errorf("first attempt span %s; want a child of the create's server span %s", attempt, svc.SpanID)
 		}
-		attempt := one(t, "the attempt task's span", all, ofService("payments-svc"), ofKind(kindConsumer), withAttr("messaging.message.id", taskID))
-		if attempt.Parent != "" || attempt.TraceID == traceID || !slices.Contains(attempt.Links, spanRef{traceID, schedule.SpanID}) {
-			t.Errorf("attempt span %s; want the root of a new trace, linked to the publish %s", attempt, schedule.SpanID)
+		if len(find(tr, withAttr("db.system", "mongodb"), childOf(attempt))) == 0 {
+			t.Errorf("no MongoDB command under the first attempt's span:\n%s", dump(tr))
 		}
-		at := find(all, func(s span) bool { return s.TraceID == attempt.TraceID })
-		if len(find(at, withAttr("db.system", "mongodb"), childOf(attempt))) == 0 {
-			t.Errorf("no MongoDB command under the attempt span:\n%s", dump(at))
+		if n := len(find(all, ofKind(kindProducer), withAttr("messaging.message.id", id+":1"))); n != 0 {
+			t.Errorf("the first attempt, run inline, was also queued (%d publishes)", n)
+		}
+		schedule := one(t, "the retry's publish", tr, ofService("payments-svc"), ofKind(kindProducer), notDuplicate,
+			withAttr("messaging.destination.name", "payments"), withAttr("messaging.message.id", retryTask))
+		if !newTree(tr).descends(schedule, attempt) {
+			t.Errorf("the retry's publish %s is not within the first attempt %s", schedule, attempt)
 		}
 
-		// The attempt's events (processing, then its charge's and its outcome's) are published
-		// within the attempt's trace and consumed by webhooks-svc there. A charge that ends within
+		if adv := p.advance(t, key, id); adv.Status != 200 || adv.Body["status"] != "succeeded" {
+			t.Fatalf("advance: %d %s", adv.Status, adv.Raw)
+		}
+		all = col.WaitFor(t, "the retry task's span", spanWait, func(s []span) bool {
+			return len(find(s, ofKind(kindConsumer), withAttr("messaging.message.id", retryTask))) > 0
+		})
+		retry := one(t, "the retry task's span", all, ofService("payments-svc"), ofKind(kindConsumer), withAttr("messaging.message.id", retryTask))
+		if retry.Parent != "" || retry.TraceID == traceID || !slices.Contains(retry.Links, spanRef{traceID, schedule.SpanID}) {
+			t.Errorf("retry span %s; want the root of a new trace, linked to the publish %s", retry, schedule.SpanID)
+		}
+		rt := find(all, func(s span) bool { return s.TraceID == retry.TraceID })
+		if len(find(rt, withAttr("db.system", "mongodb"), childOf(retry))) == 0 {
+			t.Errorf("no MongoDB command under the retry span:\n%s", dump(rt))
+		}
+
+		// The first attempt's events (processing, then its charge's and its outcome's) are
+		// published within its span and consumed by webhooks-svc in that trace. A charge that ends within
 		// the store's hold (docstore's Bracket) has them stored by one write and sent as one batch
 		// task, whose spans name them; a slower one (a loaded machine) has the claim stored
 		// first, so the events go in more tasks. Both are right; each is checked.
 		inAttempt := func(s span) bool { return s.TraceID == attempt.TraceID }
 		published := func(s []span) []span {
+			// In the create's trace: those of the attempt's span, not the create's own event.
+			tree := newTree(find(s, inAttempt))
 			return find(s, inAttempt, ofService("payments-svc"), ofKind(kindProducer), notDuplicate,
-				withAttr("messaging.destination.name", "events"))
+				withAttr("messaging.destination.name", "events"), func(pub span) bool { return tree.descends(pub, attempt) })
 		}
 		eventsOf := func(pub span) []string {
 			if pub.Attrs["asynq.task.type"] == "batch:events" {
@@ -193,7 +218,7 @@ func TestTelemetry(t *testing.T) {
 			}
 			return n >= 3
 		})
-		at = find(all, inAttempt)
+		at := find(all, inAttempt)
 		var ids []string
 		for _, pub := range published(all) {
 			evs := eventsOf(pub)
@@ -215,7 +240,7 @@ func TestTelemetry(t *testing.T) {
 			}
 		}
 		if len(ids) != 3 || len(slices.Compact(slices.Sorted(slices.Values(ids)))) != 3 || !strings.HasPrefix(ids[0], "evt_") || !strings.HasPrefix(ids[2], "evt_") {
-			t.Errorf("the attempt's events %v; want three (processing, the charge's, succeeded)", ids)
+			t.Errorf("the attempt's events %v; want three (processing, the charge's, retrying)", ids)
 		}
 	})
 

@@ -45,6 +45,9 @@ type Deps struct {
 	// Detach returns the context of work that outlives the request of ctx (a first attempt run
 	// inline): its trace and nothing else of it (telemetry.Detached). Nil: a context of its own.
 	Detach func(ctx context.Context) context.Context
+	// StartSpan starts the span of such work, name, a child of ctx's span, with attrs as key,
+	// value pairs, and returns what ends it with its outcome (telemetry.SpanStarter). Nil: none.
+	StartSpan func(ctx context.Context, name string, attrs ...string) (context.Context, func(err error))
 }
 
 // Config is the engine's policy.
@@ -94,6 +97,11 @@ func New(deps Deps, cfg Config) *Service {
 	}
 	if deps.Detach == nil {
 		deps.Detach = func(context.Context) context.Context { return context.Background() }
+	}
+	if deps.StartSpan == nil {
+		deps.StartSpan = func(ctx context.Context, _ string, _ ...string) (context.Context, func(error)) {
+			return ctx, func(error) {}
+		}
 	}
 	return &Service{Deps: deps, cfg: cfg}
 }
