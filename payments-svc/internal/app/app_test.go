@@ -29,14 +29,22 @@ import (
 // scheduler faked and the clock fake, so each attempt is driven by hand.
 
 type fakeScheduler struct {
-	mu    sync.Mutex
-	tasks map[string]time.Time // "<request>:<attempt>" → when
-	lost  bool
+	mu        sync.Mutex
+	tasks     map[string]time.Time // "<request>:<attempt>" → when
+	lost      bool
+	panicOnce bool // the next Schedule panics
 }
 
-func (f *fakeScheduler) Schedule(_ context.Context, request string, n int, at time.Time) (bool, error) {
+func (f *fakeScheduler) Schedule(ctx context.Context, request string, n int, at time.Time) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err // as the Redis client does with a context that has ended
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.panicOnce {
+		f.panicOnce = false
+		panic("scheduler adapter bug")
+	}
 	key := request + ":" + strconv.Itoa(n)
 	if _, dup := f.tasks[key]; dup {
 		return false, nil
@@ -106,7 +114,11 @@ func (g *gatedProcessor) Charge(ctx context.Context, c app.Charge) (app.ChargeRe
 		g.entered <- struct{}{}
 	}
 	if g.gate != nil {
-		<-g.gate
+		select {
+		case <-g.gate:
+		case <-ctx.Done():
+			return app.ChargeResult{}, ctx.Err()
+		}
 	}
 	res, err := g.Processor.Charge(ctx, c)
 	if g.dieOnce {

@@ -120,8 +120,9 @@ func TestInlineBacklogFullAndShutdownQueue(t *testing.T) {
 		}
 	}
 
-	// Stopping with an attempt still charging: the stop gives up at its deadline, and the
-	// attempt not started is queued.
+	// Stopping with an attempt still charging: the attempt not started is queued at once (the
+	// scheduler refuses a context that has ended, as Redis's client does); at the stop's
+	// deadline the running one is cut short, and queues itself, uncharged.
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
 	if err := stop(ctx); err == nil {
@@ -130,12 +131,38 @@ func TestInlineBacklogFullAndShutdownQueue(t *testing.T) {
 	if !f.sched.has(waiting.ID(), 1) {
 		t.Error("the attempt left in the backlog at shutdown was not queued")
 	}
+	f.waitQueued(t, running.ID(), 1)
+	if n := f.charged(t, running.ID()); n != 0 {
+		t.Errorf("the attempt cut short charged %d times, want 0", n)
+	}
+	// Its task runs it.
 	close(f.proc.gate)
+	f.clock.add(claimTTL + time.Second)
+	if err := f.svc.RunAttempt(t.Context(), running.ID(), 1); err != nil {
+		t.Fatal(err)
+	}
 	f.waitStatus(t, running.ID(), domain.StatusSucceeded)
 
 	// Stopped: a new create queues its first attempt.
 	after := f.request(t, a.ID())
 	if !f.sched.has(after.ID(), 1) {
 		t.Error("a first attempt after the stop was not queued")
+	}
+}
+
+func TestInlineFirstAttemptThatPanicsIsQueued(t *testing.T) {
+	f, _ := newInlineFixture(t, 1, 10)
+	// Declined, so the attempt queues its retry, and that call panics (on the runner).
+	d := f.agreement(t, simulator.TokenSucceedFromAttempt2)
+	f.sched.mu.Lock()
+	f.sched.panicOnce = true
+	f.sched.mu.Unlock()
+	r := f.request(t, d.ID())
+	f.waitQueued(t, r.ID(), 1)
+	// The runner survived it: the next request runs inline.
+	next := f.request(t, f.agreement(t, simulator.TokenSuccess).ID())
+	f.waitStatus(t, next.ID(), domain.StatusSucceeded)
+	if f.sched.has(next.ID(), 1) {
+		t.Error("after a panic, the next first attempt was queued instead of run")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"time"
 )
@@ -25,11 +26,13 @@ import (
 // request open and overdue: the reconciler queues it once it is ReconcileGrace overdue, as it
 // does an attempt whose task Redis lost; a charge made before the death is made again under the
 // same idempotency key, which the processor answers without charging twice. An attempt that
-// must run again (its store or processor did not answer, another run holds it) is queued, and
-// the queue's retries take it from there. At shutdown, the attempts not started are queued.
+// must run again (its store or processor did not answer, another run holds it, it panicked) is
+// queued, and the queue's retries take it from there. At shutdown, the attempts not started are
+// queued, and those still running when the shutdown's time is up are cut short and queue
+// themselves.
 //
 // An inline attempt runs in the create's trace, as a span of its own (inlineSpan) under the
-// create's, started as the create answers; a queued one starts a trace of its own linked to it.
+// create's, started when a runner takes it; a queued one starts a trace of its own linked to it.
 
 // inlineSpan names the span of a first attempt run inline (a queued one's is its task's,
 // "process payment_request:attempt").
@@ -47,6 +50,11 @@ type inlineRunners struct {
 	backlog chan inlineAttempt
 	stop    chan struct{}
 	running sync.WaitGroup
+	// cut ends the attempts still running when the stop's deadline has passed (cutRunning), so
+	// they fail and queue themselves while the queue's connections are open, as asynq does
+	// with its handlers at its shutdown timeout.
+	cut        context.Context
+	cutRunning context.CancelFunc
 
 	mu     sync.Mutex // guards closed, and the sends to backlog against its drain
 	closed bool
@@ -60,6 +68,7 @@ func (s *Service) StartInline() (stop func(ctx context.Context) error) {
 		return func(context.Context) error { return nil }
 	}
 	r := &inlineRunners{backlog: make(chan inlineAttempt, max(s.cfg.InlineBacklog, 0)), stop: make(chan struct{})}
+	r.cut, r.cutRunning = context.WithCancel(context.Background())
 	for range s.cfg.InlineConcurrency {
 		r.running.Go(func() { s.runInline(r) })
 	}
@@ -80,7 +89,7 @@ func (s *Service) runInline(r *inlineRunners) {
 		case <-r.stop:
 			return
 		case a := <-r.backlog:
-			s.runFirstAttempt(a)
+			s.runFirstAttempt(r.cut, a)
 		}
 	}
 }
@@ -105,16 +114,31 @@ func (s *Service) handInline(ctx context.Context, request string, due time.Time)
 	}
 }
 
-// runFirstAttempt runs a first attempt handed inline; one that must run again is queued.
-func (s *Service) runFirstAttempt(a inlineAttempt) {
-	ctx := a.ctx
+// runFirstAttempt runs a first attempt handed inline, until cut ends at the latest; one that
+// must run again is queued, and so is one that panicked on the runner (asynq recovers its
+// handlers' panics: so do the runners, or one request would take the process down with its
+// backlog; a panic in the store's hold, which runs the charges on the document's writer, is
+// beyond either).
+func (s *Service) runFirstAttempt(cut context.Context, a inlineAttempt) {
+	ctx, cancel := context.WithCancel(a.ctx)
+	defer cancel()
+	defer context.AfterFunc(cut, cancel)()
 	if s.cfg.AttemptTimeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(a.ctx, s.cfg.AttemptTimeout)
-		defer cancel()
+		var cancelTimeout context.CancelFunc
+		ctx, cancelTimeout = context.WithTimeout(ctx, s.cfg.AttemptTimeout)
+		defer cancelTimeout()
 	}
 	ctx, end := s.StartSpan(ctx, inlineSpan, "payment_request.id", a.request, "payment_request.attempt", "1")
-	err := s.RunAttempt(ctx, a.request, 1)
+	err := func() (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("panic: %v", p)
+				s.Log.ErrorContext(a.ctx, "collection attempt panicked", "payment_request", a.request,
+					"attempt", 1, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			}
+		}()
+		return s.RunAttempt(ctx, a.request, 1)
+	}()
 	end(err)
 	if err == nil {
 		return
@@ -138,8 +162,13 @@ func (s *Service) queueFirstAttempt(ctx context.Context, request string, at time
 	}
 }
 
-// stopInline stops the runners: no attempt is taken any more, the running ones finish (until
-// ctx ends), and the backlog's are queued.
+// cutGrace is how long the stop waits, once it has cut the attempts still running, for them to
+// queue themselves.
+const cutGrace = 2 * time.Second
+
+// stopInline stops the runners: no attempt is taken any more, the backlog's are queued, and
+// the running ones finish; those still running when ctx ends are cut short and queue
+// themselves (their charges are made again under the same idempotency keys).
 func (s *Service) stopInline(ctx context.Context, r *inlineRunners) error {
 	r.mu.Lock()
 	if r.closed {
@@ -150,28 +179,42 @@ func (s *Service) stopInline(ctx context.Context, r *inlineRunners) error {
 	close(r.stop)
 	r.mu.Unlock()
 
-	finished := make(chan struct{})
-	go func() { r.running.Wait(); close(finished) }()
-	var errs []error
-	select {
-	case <-finished:
-	case <-ctx.Done():
-		// Their requests stay open: the reconciler queues them once overdue.
-		errs = append(errs, fmt.Errorf("first attempts still running at shutdown: %w", ctx.Err()))
-	}
-	// No send can come any more (closed), so the backlog is what it holds now.
-	queued := 0
+	// First the backlog, while ctx is young: no send can come any more (closed), so the
+	// backlog is what it holds now, less what a runner still takes meanwhile (and runs).
+	queued, failed := 0, 0
 	for drained := false; !drained; {
 		select {
 		case a := <-r.backlog:
-			s.queueFirstAttempt(ctx, a.request, a.due)
-			queued++
+			if _, err := s.Scheduler.Schedule(ctx, a.request, 1, a.due); err != nil {
+				failed++ // stored and open: the reconciler queues it once overdue
+			} else {
+				queued++
+			}
 		default:
 			drained = true
 		}
 	}
-	if queued > 0 {
-		s.Log.InfoContext(ctx, "queued the first attempts not started at shutdown", "attempts", queued)
+	if queued+failed > 0 {
+		s.Log.InfoContext(ctx, "queued the first attempts not started at shutdown", "attempts", queued, "not_queued", failed)
 	}
+
+	finished := make(chan struct{})
+	go func() { r.running.Wait(); close(finished) }()
+	var errs []error
+	if failed > 0 {
+		errs = append(errs, fmt.Errorf("%d first attempts not started could not be queued; the reconciler will", failed))
+	}
+	select {
+	case <-finished:
+	case <-ctx.Done():
+		r.cutRunning()
+		errs = append(errs, fmt.Errorf("first attempts still running at shutdown were cut short: %w", ctx.Err()))
+		select {
+		case <-finished:
+		case <-time.After(cutGrace):
+			// Their requests stay open: the reconciler queues them once overdue.
+		}
+	}
+	r.cutRunning()
 	return errors.Join(errs...)
 }
