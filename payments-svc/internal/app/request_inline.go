@@ -56,8 +56,17 @@ type inlineRunners struct {
 	cut        context.Context
 	cutRunning context.CancelFunc
 
-	mu     sync.Mutex // guards closed, and the sends to backlog against its drain
-	closed bool
+	mu sync.Mutex // orders the sends to backlog before the close of stop, and so its drain
+}
+
+// stopped reports whether stop is closed.
+func (r *inlineRunners) stopped() bool {
+	select {
+	case <-r.stop:
+		return true
+	default:
+		return false
+	}
 }
 
 // StartInline starts the runners of first attempts (Config.InlineConcurrency of them) and
@@ -80,10 +89,8 @@ func (s *Service) StartInline() (stop func(ctx context.Context) error) {
 func (s *Service) runInline(r *inlineRunners) {
 	for {
 		// A stop wins over a waiting attempt: what is left is queued by stopInline.
-		select {
-		case <-r.stop:
+		if r.stopped() {
 			return
-		default:
 		}
 		select {
 		case <-r.stop:
@@ -103,7 +110,7 @@ func (s *Service) handInline(ctx context.Context, request string, due time.Time)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.closed {
+	if r.stopped() {
 		return false
 	}
 	select {
@@ -153,13 +160,16 @@ func (s *Service) runFirstAttempt(cut context.Context, a inlineAttempt) {
 	s.queueFirstAttempt(a.ctx, a.request, at)
 }
 
-// queueFirstAttempt queues a request's first attempt for at; should that fail, the request is
-// stored and open, and the reconciler queues it once it is overdue.
-func (s *Service) queueFirstAttempt(ctx context.Context, request string, at time.Time) {
+// queueFirstAttempt queues a request's first attempt for at, and reports whether it could;
+// should that fail, the request is stored and open, and the reconciler queues it once it is
+// overdue.
+func (s *Service) queueFirstAttempt(ctx context.Context, request string, at time.Time) bool {
 	if _, err := s.Scheduler.Schedule(ctx, request, 1, at); err != nil {
 		s.Log.WarnContext(ctx, "queueing the first attempt failed; the reconciler will",
 			"payment_request", request, "error", err.Error())
+		return false
 	}
+	return true
 }
 
 // cutGrace is how long the stop waits, once it has cut the attempts still running, for them to
@@ -171,24 +181,23 @@ const cutGrace = 2 * time.Second
 // themselves (their charges are made again under the same idempotency keys).
 func (s *Service) stopInline(ctx context.Context, r *inlineRunners) error {
 	r.mu.Lock()
-	if r.closed {
+	if r.stopped() {
 		r.mu.Unlock()
 		return nil
 	}
-	r.closed = true
 	close(r.stop)
 	r.mu.Unlock()
 
-	// First the backlog, while ctx is young: no send can come any more (closed), so the
+	// First the backlog, while ctx is young: no send can come any more (stopped), so the
 	// backlog is what it holds now, less what a runner still takes meanwhile (and runs).
 	queued, failed := 0, 0
 	for drained := false; !drained; {
 		select {
 		case a := <-r.backlog:
-			if _, err := s.Scheduler.Schedule(ctx, a.request, 1, a.due); err != nil {
-				failed++ // stored and open: the reconciler queues it once overdue
-			} else {
+			if s.queueFirstAttempt(ctx, a.request, a.due) {
 				queued++
+			} else {
+				failed++
 			}
 		default:
 			drained = true
