@@ -14,18 +14,34 @@ import (
 	_ "modernc.org/sqlite" // the driver FerretDB itself uses, for the index below
 )
 
-// FerretDB v1.24's SQLite backend stores each collection as a table of JSON documents. It
-// indexes _id as the expression `_ferretdb_sjson->"_id"`, but updates and deletes documents
-// with `WHERE _ferretdb_sjson->'$._id' = ?`. SQLite uses an expression index only for the
-// very same expression, so every update and delete by _id scans the whole table, and a
-// collection that grows gets slower to write with every document (figures in
+// FerretDB v1.24's SQLite backend stores each collection as a table of JSON documents. Its
+// unique _id index is on the expression `_ferretdb_sjson->"_id"`, but it finds, updates and
+// deletes a document by _id with `WHERE _ferretdb_sjson->'$._id' = ?`. SQLite uses an
+// expression index only for the very same expression, so every one of those scanned the whole
+// table, and a collection that grows got slower to write with every document (figures in
 // docs/architecture.md, "What the embedded store costs").
 //
-// The store therefore adds, to every collection table, an index on the expression FerretDB's
-// writes use. SQLite drops it with its table; FerretDB's own index metadata is not touched.
-// New collections get it within idIndexInterval; until then they are small.
+// The store therefore rebuilds each collection's _id index, under FerretDB's own name for it, on
+// the expression FerretDB's statements use. The two expressions give the same value for every
+// document, so _id is exactly as unique as before, and FerretDB, which names the index only in
+// its metadata (listIndexes, collStats) and knows a duplicate by SQLite's error code, sees no
+// difference. An earlier version added a second index beside FerretDB's instead
+// (`<table>__rental_id_path`); every write then maintained two _id indexes, each parsing the
+// document's JSON again, which made an update cost about 1.7 times as much (docs/architecture.md).
+// The rebuild drops that index. It is one SQLite transaction, so no write ever finds the table
+// without its unique _id index, and it waits for FerretDB to have created the index (a
+// collection's creation), so FerretDB never finds the name taken. New collections are rebuilt
+// within idIndexInterval; until then they are small. A version of this package from before the
+// rebuild, started on the same files, finds the index it expects by name and adds its own
+// beside it again.
 const (
-	idIndexSuffix   = "__rental_id_path"
+	// ferretIDIndexSuffix is the name FerretDB gives a table's _id index: the table, "_", and
+	// the MongoDB index name "_id_".
+	ferretIDIndexSuffix = "__id_"
+	// legacyIDIndexSuffix names the index an earlier version added beside FerretDB's.
+	legacyIDIndexSuffix = "__rental_id_path"
+	// idPath is the expression FerretDB's statements find a document by.
+	idPath          = `_ferretdb_sjson->'$._id'`
 	idIndexInterval = time.Second
 )
 
@@ -67,10 +83,10 @@ func indexDatabase(ctx context.Context, file string) error {
 		return err
 	}
 	defer db.Close()
-	// Tables of FerretDB's own metadata start with "_ferretdb_"; collection tables do not.
-	rows, err := db.QueryContext(ctx, `SELECT name FROM sqlite_master
-		WHERE type = 'table' AND substr(name, 1, 10) != '_ferretdb_' AND substr(name, 1, 7) != 'sqlite_'
-		AND name || ?1 NOT IN (SELECT name FROM sqlite_master WHERE type = 'index')`, idIndexSuffix)
+	// The _id indexes FerretDB created, still on its own expression. Tables of FerretDB's own
+	// metadata start with "_ferretdb_" and have no such index.
+	rows, err := db.QueryContext(ctx, `SELECT tbl_name FROM sqlite_master
+		WHERE type = 'index' AND name = tbl_name || ?1 AND instr(sql, ?2) = 0`, ferretIDIndexSuffix, idPath)
 	if err != nil {
 		return err
 	}
@@ -88,8 +104,7 @@ func indexDatabase(ctx context.Context, file string) error {
 		return err
 	}
 	for _, tb := range tables {
-		q := fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %s ON %s (_ferretdb_sjson->'$._id')`, quote(tb+idIndexSuffix), quote(tb))
-		if _, err := db.ExecContext(ctx, q); err != nil && !strings.Contains(err.Error(), "no such table") {
+		if err := rebuildIDIndex(ctx, db, tb); err != nil {
 			return fmt.Errorf("index %s: %w", tb, err)
 		}
 	}
@@ -101,6 +116,30 @@ func indexDatabase(ctx context.Context, file string) error {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
 	return nil
+}
+
+// rebuildIDIndex replaces table's _id index with one on idPath, and drops the index an earlier
+// version kept beside it, in one transaction.
+func rebuildIDIndex(ctx context.Context, db *sql.DB, table string) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }() // a no-op once committed
+	name := quote(table + ferretIDIndexSuffix)
+	for _, q := range []string{
+		"DROP INDEX " + name,
+		fmt.Sprintf("CREATE UNIQUE INDEX %s ON %s (%s)", name, quote(table), idPath),
+		"DROP INDEX IF EXISTS " + quote(table+legacyIDIndexSuffix),
+	} {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			if strings.Contains(err.Error(), "no such index") || strings.Contains(err.Error(), "no such table") {
+				return nil // dropped with its collection meanwhile
+			}
+			return err
+		}
+	}
+	return tx.Commit()
 }
 
 func quote(ident string) string { return `"` + strings.ReplaceAll(ident, `"`, `""`) + `"` }

@@ -197,7 +197,8 @@ func repairDatabase(ctx context.Context, file string) (mends []string, err error
 		mends = append(mends, fmt.Sprintf("dropped table %q of a collection whose creation did not finish (it held nothing)", t.name))
 	}
 	for _, ix := range indexes {
-		if !recorded[ix.table] || wanted[ix.name] || ix.name == ix.table+idIndexSuffix {
+		// The index an earlier version kept beside FerretDB's _id index is maintainDatabases' to drop.
+		if !recorded[ix.table] || wanted[ix.name] || ix.name == ix.table+legacyIDIndexSuffix {
 			continue
 		}
 		if _, err := db.ExecContext(ctx, fmt.Sprintf("DROP INDEX %s", quote(ix.name))); err != nil {
