@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"rentalplatform/libs/events"
+	"rentalplatform/libs/stack"
 )
 
 // bracketHold is how long, on the embedded store, Bracket holds a document for its work before
@@ -121,7 +122,10 @@ func (c *Collection[T]) applyHeld(ctx context.Context, id string, o *op[T]) {
 		}}
 	}
 	done := make(chan error, 1)
-	go func() { done <- h.work(ctx, trial) }()
+	go func() {
+		stack.Grow() // a goroutine per held write, whose work runs deep (package stack)
+		done <- h.work(ctx, trial)
+	}()
 	timer := time.NewTimer(bracketHold)
 	defer timer.Stop()
 	var workErr error

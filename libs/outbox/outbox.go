@@ -27,6 +27,7 @@ import (
 	"rentalplatform/libs/asynqx"
 	"rentalplatform/libs/events"
 	"rentalplatform/libs/eventtask"
+	"rentalplatform/libs/stack"
 )
 
 // Doc is the stored form of one pending event inside an aggregate's outbox array. The object is
@@ -242,6 +243,7 @@ func (r *Relay) Dispatch(ctx context.Context, docs []Doc, clear func(context.Con
 	r.inflight.Add(1)
 	go func() {
 		defer r.inflight.Done()
+		stack.Grow() // a goroutine per change, whose publish runs deep (package stack)
 		ctx, cancel := context.WithTimeout(ctx, fastPathTimeout)
 		defer cancel()
 		if err := r.publish(ctx, docs); err != nil {

@@ -146,8 +146,8 @@ func (rt *Runtime) Work(q *Queue, queue string, concurrency int, register func(*
 	srv := asynq.NewServer(q.Opt, cfg)
 	mux := asynq.NewServeMux()
 	// Measured outside the span, so the duration includes it; the span's error status and the
-	// outcome label come from the same returned error.
-	mux.Use(measure, asynqx.TraceMiddleware(rt.Tel.TracerProvider, rt.Tel.Propagator, wc.lineage))
+	// outcome label come from the same returned error. The stack is grown before either.
+	mux.Use(asynqx.GrowStack, measure, asynqx.TraceMiddleware(rt.Tel.TracerProvider, rt.Tel.Propagator, wc.lineage))
 	register(mux)
 	if err := srv.Start(mux); err != nil {
 		return fmt.Errorf("start %s worker: %w", queue, err)

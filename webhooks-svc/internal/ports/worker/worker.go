@@ -13,6 +13,7 @@ import (
 
 	"rentalplatform/libs/events"
 	"rentalplatform/libs/eventtask"
+	"rentalplatform/libs/stack"
 
 	"rentalplatform/webhooks-svc/internal/app"
 	"rentalplatform/webhooks-svc/internal/domain"
@@ -52,6 +53,7 @@ func ingestAll(ctx context.Context, svc *app.Service, evs []events.Event) error 
 	g.SetLimit(batchConcurrency)
 	for _, ev := range evs {
 		g.Go(func() error {
+			stack.Grow() // a goroutine per event, whose ingest runs deep (package stack)
 			if err := svc.Ingest(ctx, ev); err != nil {
 				return fmt.Errorf("event %s: %w", ev.ID, err)
 			}
