@@ -33,7 +33,7 @@ import (
 // collection's creation), so FerretDB never finds the name taken. New collections are rebuilt
 // within idIndexInterval; until then they are small. A version of this package from before the
 // rebuild, started on the same files, finds the index it expects by name and adds its own
-// beside it again.
+// beside it again, which this version drops again.
 const (
 	// ferretIDIndexSuffix is the name FerretDB gives a table's _id index: the table, "_", and
 	// the MongoDB index name "_id_".
@@ -85,27 +85,27 @@ func indexDatabase(ctx context.Context, file string) error {
 	defer db.Close()
 	// The _id indexes FerretDB created, still on its own expression. Tables of FerretDB's own
 	// metadata start with "_ferretdb_" and have no such index.
-	rows, err := db.QueryContext(ctx, `SELECT tbl_name FROM sqlite_master
+	tables, err := names(ctx, db, `SELECT tbl_name FROM sqlite_master
 		WHERE type = 'index' AND name = tbl_name || ?1 AND instr(sql, ?2) = 0`, ferretIDIndexSuffix, idPath)
 	if err != nil {
-		return err
-	}
-	var tables []string
-	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			rows.Close()
-			return err
-		}
-		tables = append(tables, name)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return err
 	}
 	for _, tb := range tables {
 		if err := rebuildIDIndex(ctx, db, tb); err != nil {
 			return fmt.Errorf("index %s: %w", tb, err)
+		}
+	}
+	// The earlier version's index beside one already rebuilt: that version ran on these files
+	// after this one, and added it again.
+	legacy, err := names(ctx, db, `SELECT ix.name FROM sqlite_master ix JOIN sqlite_master id
+		ON id.type = 'index' AND id.name = ix.tbl_name || ?2 AND instr(id.sql, ?3) > 0
+		WHERE ix.type = 'index' AND ix.name = ix.tbl_name || ?1`, legacyIDIndexSuffix, ferretIDIndexSuffix, idPath)
+	if err != nil {
+		return err
+	}
+	for _, ix := range legacy {
+		if _, err := db.ExecContext(ctx, "DROP INDEX IF EXISTS "+quote(ix)); err != nil && !strings.Contains(err.Error(), "no such table") {
+			return fmt.Errorf("drop %s: %w", ix, err)
 		}
 	}
 	// FerretDB's connections do not checkpoint (wal_autocheckpoint(0), see Start): a commit
@@ -140,6 +140,24 @@ func rebuildIDIndex(ctx context.Context, db *sql.DB, table string) error {
 		}
 	}
 	return tx.Commit()
+}
+
+// names runs a query of one text column and returns its rows.
+func names(ctx context.Context, db *sql.DB, q string, args ...any) ([]string, error) {
+	rows, err := db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, err
+		}
+		out = append(out, name)
+	}
+	return out, rows.Err()
 }
 
 func quote(ident string) string { return `"` + strings.ReplaceAll(ident, `"`, `""`) + `"` }

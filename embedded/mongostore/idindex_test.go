@@ -139,28 +139,42 @@ func TestUpdatesByIDUseAnIndex(t *testing.T) {
 }
 
 // Files an earlier version kept, with FerretDB's _id index and a second one beside it, get the
-// one rebuilt index when the store starts on them.
+// one rebuilt index when the store starts on them; so do files of this version on which the
+// earlier one ran since, adding its index beside the rebuilt one again.
 func TestIDIndexReplacesTheEarlierPair(t *testing.T) {
-	dir := t.TempDir()
-	s := start(t, dir)
-	c := connect(t, s.URI())
-	if _, err := c.Database("app").Collection("things").InsertOne(t.Context(), bson.D{{Key: "_id", Value: "a"}}); err != nil {
-		t.Fatal(err)
+	cases := []struct {
+		name string
+		// idExpr is the expression of the _id index the earlier version found.
+		idExpr string
+	}{
+		{"FerretDB's index and the earlier one beside it", `_ferretdb_sjson->"_id"`},
+		{"the rebuilt index and the earlier one beside it", idPath},
 	}
-	_ = c.Disconnect(context.WithoutCancel(t.Context()))
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	file, table := filepath.Join(dir, "app.sqlite"), ferretTable("things")
-	sqliteExec(t, file,
-		fmt.Sprintf(`DROP INDEX %q`, table+"__id_"),
-		fmt.Sprintf(`CREATE UNIQUE INDEX %q ON %q (_ferretdb_sjson->"_id")`, table+"__id_", table),
-		fmt.Sprintf(`CREATE INDEX %q ON %q (%s)`, table+"__rental_id_path", table, idPath))
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			s := start(t, dir)
+			c := connect(t, s.URI())
+			if _, err := c.Database("app").Collection("things").InsertOne(t.Context(), bson.D{{Key: "_id", Value: "a"}}); err != nil {
+				t.Fatal(err)
+			}
+			_ = c.Disconnect(context.WithoutCancel(t.Context()))
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			file, table := filepath.Join(dir, "app.sqlite"), ferretTable("things")
+			sqliteExec(t, file,
+				fmt.Sprintf(`DROP INDEX %q`, table+"__id_"),
+				fmt.Sprintf(`CREATE UNIQUE INDEX %q ON %q (%s)`, table+"__id_", table, tc.idExpr),
+				fmt.Sprintf(`CREATE INDEX %q ON %q (%s)`, table+"__rental_id_path", table, idPath))
 
-	s = start(t, dir)
-	defer s.Close()
-	c = connect(t, s.URI())
-	defer func() { _ = c.Disconnect(context.WithoutCancel(t.Context())) }()
-	waitForIDIndex(t, file, table)
-	checkIDIndex(t, c.Database("app").Collection("things"))
+			s = start(t, dir)
+			defer s.Close()
+			c = connect(t, s.URI())
+			defer func() { _ = c.Disconnect(context.WithoutCancel(t.Context())) }()
+			waitForIDIndex(t, file, table)
+			checkIDIndex(t, c.Database("app").Collection("things"))
+		})
+	}
 }
