@@ -28,12 +28,14 @@ import (
 // difference. An earlier version added a second index beside FerretDB's instead
 // (`<table>__rental_id_path`); every write then maintained two _id indexes, each parsing the
 // document's JSON again, which made an update cost about 1.7 times as much (docs/architecture.md).
-// The rebuild drops that index. It is one SQLite transaction, so no write ever finds the table
-// without its unique _id index, and it waits for FerretDB to have created the index (a
-// collection's creation), so FerretDB never finds the name taken. New collections are rebuilt
-// within idIndexInterval; until then they are small. A version of this package from before the
-// rebuild, started on the same files, finds the index it expects by name and adds its own
-// beside it again, which this version drops again.
+// The start's repair drops that index (repair.go): the directory's lock keeps any other version
+// off the files while this one runs, so the start is the only time it can be found. The rebuild
+// is one SQLite transaction, so no write ever finds the table without its unique _id index, and
+// it waits for FerretDB to have created the index (a collection's creation), so FerretDB never
+// finds the name taken. New collections are rebuilt within idIndexInterval; until then they are
+// small. A version of this package from before the rebuild, started on the same files, finds
+// the index it expects by name and adds its own beside it again, which the next start of this
+// version drops again.
 const (
 	// ferretIDIndexSuffix is the name FerretDB gives a table's _id index: the table, "_", and
 	// the MongoDB index name "_id_".
@@ -95,19 +97,6 @@ func indexDatabase(ctx context.Context, file string) error {
 			return fmt.Errorf("index %s: %w", tb, err)
 		}
 	}
-	// The earlier version's index beside one already rebuilt: that version ran on these files
-	// after this one, and added it again.
-	legacy, err := names(ctx, db, `SELECT ix.name FROM sqlite_master ix JOIN sqlite_master id
-		ON id.type = 'index' AND id.name = ix.tbl_name || ?2 AND instr(id.sql, ?3) > 0
-		WHERE ix.type = 'index' AND ix.name = ix.tbl_name || ?1`, legacyIDIndexSuffix, ferretIDIndexSuffix, idPath)
-	if err != nil {
-		return err
-	}
-	for _, ix := range legacy {
-		if _, err := db.ExecContext(ctx, "DROP INDEX IF EXISTS "+quote(ix)); err != nil && !strings.Contains(err.Error(), "no such table") {
-			return fmt.Errorf("drop %s: %w", ix, err)
-		}
-	}
 	// FerretDB's connections do not checkpoint (wal_autocheckpoint(0), see Start): a commit
 	// that crossed SQLite's 1,000-page mark copied the WAL into the database file there and
 	// then, holding the write lock, which every other writer waited for. This checkpoint runs
@@ -118,8 +107,7 @@ func indexDatabase(ctx context.Context, file string) error {
 	return nil
 }
 
-// rebuildIDIndex replaces table's _id index with one on idPath, and drops the index an earlier
-// version kept beside it, in one transaction.
+// rebuildIDIndex replaces table's _id index with one on idPath, in one transaction.
 func rebuildIDIndex(ctx context.Context, db *sql.DB, table string) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
@@ -130,7 +118,6 @@ func rebuildIDIndex(ctx context.Context, db *sql.DB, table string) error {
 	for _, q := range []string{
 		"DROP INDEX " + name,
 		fmt.Sprintf("CREATE UNIQUE INDEX %s ON %s (%s)", name, quote(table), idPath),
-		"DROP INDEX IF EXISTS " + quote(table+legacyIDIndexSuffix),
 	} {
 		if _, err := tx.ExecContext(ctx, q); err != nil {
 			if strings.Contains(err.Error(), "no such index") || strings.Contains(err.Error(), "no such table") {

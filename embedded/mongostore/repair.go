@@ -197,12 +197,14 @@ func repairDatabase(ctx context.Context, file string) (mends []string, err error
 		mends = append(mends, fmt.Sprintf("dropped table %q of a collection whose creation did not finish (it held nothing)", t.name))
 	}
 	for _, ix := range indexes {
-		// The index an earlier version kept beside FerretDB's _id index is maintainDatabases' to drop.
-		if !recorded[ix.table] || wanted[ix.name] || ix.name == ix.table+legacyIDIndexSuffix {
+		if !recorded[ix.table] || wanted[ix.name] {
 			continue
 		}
 		if _, err := db.ExecContext(ctx, fmt.Sprintf("DROP INDEX %s", quote(ix.name))); err != nil {
 			return nil, err
+		}
+		if ix.name == ix.table+legacyIDIndexSuffix {
+			continue // the second _id index an earlier version kept, which the rebuilt one replaces (idindex.go): no mend
 		}
 		mends = append(mends, fmt.Sprintf("dropped index %q, created but never recorded", ix.name))
 	}
