@@ -647,7 +647,7 @@ func (s storeSnapshot) size() string {
 // whole.
 func firstMessage(t *testing.T, u, key string) response {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(withTest(context.Background(), t), 30*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
