@@ -5,8 +5,9 @@ SHELL := /bin/bash
 MODULES := api clients/go cli libs embedded gateway verification-svc collections-svc payments-svc webhooks-svc deploy/local deploy/compose deploy/k8s
 PACKAGES := $(addprefix ./,$(addsuffix /...,$(MODULES)))
 # The end-to-end package first: go test starts packages in the order given, and that one is the
-# suite's long pole (320–420 s on the machines of 2026-11-30, much of it waiting on the platforms it starts), so every other
-# package's tests run beside it instead of before it (README.md, "Tests").
+# suite's long pole (320–420 s on the machines of 2026-11-30, much of it waiting on the
+# platforms it starts), so every other package's tests run beside it instead of before it
+# (README.md, "Tests").
 TEST_PACKAGES := ./deploy/local/e2e $(filter-out ./deploy/local/...,$(PACKAGES)) ./deploy/local/...
 # Tests of several packages run in parallel; the end-to-end tests build and start the whole stack.
 TEST_FLAGS ?= -race -count=1 -timeout 25m
