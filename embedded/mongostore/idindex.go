@@ -85,16 +85,18 @@ func indexDatabase(ctx context.Context, file string) error {
 		return err
 	}
 	defer db.Close()
-	// The _id indexes FerretDB created, still on its own expression. Tables of FerretDB's own
-	// metadata start with "_ferretdb_" and have no such index.
-	tables, err := names(ctx, db, `SELECT tbl_name FROM sqlite_master
-		WHERE type = 'index' AND name = tbl_name || ?1 AND instr(sql, ?2) = 0`, ferretIDIndexSuffix, idPath)
+	objs, err := sqliteObjects(ctx, db)
 	if err != nil {
 		return err
 	}
-	for _, tb := range tables {
-		if err := rebuildIDIndex(ctx, db, tb); err != nil {
-			return fmt.Errorf("index %s: %w", tb, err)
+	// The _id indexes FerretDB created, still on its own expression. Tables of FerretDB's own
+	// metadata start with "_ferretdb_" and have no such index.
+	for _, o := range objs {
+		if o.typ != "index" || o.name != o.table+ferretIDIndexSuffix || strings.Contains(o.sql, idPath) {
+			continue
+		}
+		if err := rebuildIDIndex(ctx, db, o.table); err != nil {
+			return fmt.Errorf("index %s: %w", o.table, err)
 		}
 	}
 	// FerretDB's connections do not checkpoint (wal_autocheckpoint(0), see Start): a commit
@@ -127,24 +129,6 @@ func rebuildIDIndex(ctx context.Context, db *sql.DB, table string) error {
 		}
 	}
 	return tx.Commit()
-}
-
-// names runs a query of one text column and returns its rows.
-func names(ctx context.Context, db *sql.DB, q string, args ...any) ([]string, error) {
-	rows, err := db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			return nil, err
-		}
-		out = append(out, name)
-	}
-	return out, rows.Err()
 }
 
 func quote(ident string) string { return `"` + strings.ReplaceAll(ident, `"`, `""`) + `"` }
