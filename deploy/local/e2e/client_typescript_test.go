@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -12,9 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -34,32 +31,15 @@ func needTool(t *testing.T, name, install string) string {
 	if os.Getenv("CI") != "" {
 		t.Fatalf("%s is not installed (CI installs it: .ci/run)", name)
 	}
-	missingTools.add(t.Name(), name)
+	missingTools.add("%s (%s)", t.Name(), name)
 	t.Skipf("%s is not installed; %s", name, install)
 	return ""
 }
 
-// missingTools are the tests skipped for a program not installed here. A run with such skips
-// exercised only part of the contract, like a -run or -short one (TestMain).
-var missingTools toolSkips
-
-type toolSkips struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (s *toolSkips) add(test, tool string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.lines = append(s.lines, fmt.Sprintf("%s (%s)", test, tool))
-}
-
-// list returns the skipped tests, each with the program it lacked.
-func (s *toolSkips) list() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.lines)
-}
+// missingTools are the tests skipped for a program not installed here, each with the program.
+// A run with such skips exercised only part of the contract, like a -run or -short one
+// (TestMain).
+var missingTools reportLines
 
 // contractProxy is a reverse proxy to a platform's gateway whose requests go through the
 // contract's checking transport, reported to t: a program outside this process (node, a

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -204,18 +205,31 @@ func (b *streamBody) Close() error {
 	return err
 }
 
-// artifacts are files tests keep for people to look at (a screenshot), listed in the report.
-var artifacts struct {
-	sync.Mutex
+// reportLines are lines tests add, from any goroutine, for the run's report.
+type reportLines struct {
+	mu    sync.Mutex
 	lines []string
 }
+
+func (r *reportLines) add(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lines = append(r.lines, fmt.Sprintf(format, args...))
+}
+
+func (r *reportLines) list() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.lines)
+}
+
+// artifacts are files tests keep for people to look at (a screenshot), listed in the report.
+var artifacts reportLines
 
 // artifact lists a file a test kept in the run's report.
 func artifact(t *testing.T, what, path string) {
 	t.Logf("%s: %s", what, path)
-	artifacts.Lock()
-	defer artifacts.Unlock()
-	artifacts.lines = append(artifacts.lines, fmt.Sprintf("%s (%s): %s", t.Name(), what, path))
+	artifacts.add("%s (%s): %s", t.Name(), what, path)
 }
 
 type errReader struct{ err error }
@@ -249,11 +263,9 @@ func (ct *contractTransport) finish(w io.Writer, full bool, skipped []string) bo
 			fmt.Fprintf(w, "  %s\n", o)
 		}
 	}
-	artifacts.Lock()
-	for _, a := range artifacts.lines {
+	for _, a := range artifacts.list() {
 		fmt.Fprintf(w, "artifact: %s\n", a)
 	}
-	artifacts.Unlock()
 	if len(ct.orphanProblems) > 0 {
 		ok = false
 		fmt.Fprintf(w, "FAIL: exchanges outside any test broke the contract:\n  %s\n", strings.Join(ct.orphanProblems, "\n  "))
